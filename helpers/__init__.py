@@ -1,0 +1,1 @@
+"""Helpers behind the notebooks: export, convert, repository, server, client, perf, plots."""

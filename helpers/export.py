@@ -1,0 +1,150 @@
+"""Build the two classifiers (pretrained when available, random offline) and export them to ONNX and TorchScript."""
+from __future__ import annotations
+
+import os
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+WEIGHTS = ("auto", "imagenet", "random")
+KERAS_WEIGHTS_URL = ("https://storage.googleapis.com/tensorflow/keras-applications/resnet/"
+                     "resnet50_weights_tf_dim_ordering_tf_kernels.h5")
+
+
+def _reachable(url: str, timeout: float = 5.0) -> bool:
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def resolve_weights(weights: str, cached: Path, url: str) -> str:
+    """`imagenet` or `random`: `auto` takes imagenet when the file is cached or its URL answers."""
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {WEIGHTS}; got {weights!r}")
+    if weights != "auto":
+        return weights
+    if cached.exists() or _reachable(url):
+        return "imagenet"
+    print(f"weights='auto': {cached.name} is not cached and {url.split('/')[2]} is not reachable -> random weights "
+          "(class names will be meaningless; parity checks still hold)")
+    return "random"
+
+
+def keras_resnet50(weights: str = "auto", seed: int = 0):
+    """Keras ResNet50 with ImageNet or seeded random weights; returns (model, weights used)."""
+    import keras
+
+    cached = Path(os.environ.get("KERAS_HOME", Path.home() / ".keras")) / "models" / KERAS_WEIGHTS_URL.rsplit("/", 1)[-1]
+    used = resolve_weights(weights, cached, KERAS_WEIGHTS_URL)
+    keras.utils.set_random_seed(seed)
+    return keras.applications.ResNet50(weights="imagenet" if used == "imagenet" else None), used
+
+
+def keras_to_onnx(model, path: str | Path, *, batch_size: int | None = None, input_name: str = "input_1",
+                  opset: int = 17) -> Path:
+    """Export a Keras model with tf2onnx's Python API; batch_size None keeps the batch dimension dynamic."""
+    import tensorflow as tf
+    import tf2onnx
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shape = (batch_size, *model.inputs[0].shape[1:])
+    spec = (tf.TensorSpec(shape, tf.float32, name=input_name),)
+    start = time.perf_counter()
+    tf2onnx.convert.from_keras(model, input_signature=spec, opset=opset, output_path=str(path))
+    print(f"tf2onnx wrote {path} ({path.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - start:.0f} s")
+    return path
+
+
+def fix_batch(onnx_path: str | Path, out_path: str | Path, batch_size: int) -> Path:
+    """The article's step: overwrite every graph input's first dimension with a fixed batch size."""
+    import onnx
+
+    model = onnx.load(str(onnx_path))
+    for graph_input in model.graph.input:
+        graph_input.type.tensor_type.shape.dim[0].dim_value = batch_size
+    onnx.save(model, str(out_path))
+    return Path(out_path)
+
+
+def onnx_session(path: str | Path):
+    """An ONNX Runtime CPU session for a file."""
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def run_onnx(path_or_session, batch: np.ndarray) -> np.ndarray:
+    """First output of an ONNX model for one input batch."""
+    session = onnx_session(path_or_session) if isinstance(path_or_session, (str, Path)) else path_or_session
+    return session.run(None, {session.get_inputs()[0].name: batch})[0]
+
+
+def torchvision_resnet18(weights: str = "auto", seed: int = 0):
+    """torchvision ResNet18 in eval mode with ImageNet or seeded random weights; returns (model, weights used)."""
+    import torch
+    from torchvision.models import ResNet18_Weights, resnet18
+
+    url = ResNet18_Weights.IMAGENET1K_V1.url
+    cached = Path(torch.hub.get_dir()) / "checkpoints" / url.rsplit("/", 1)[-1]
+    used = resolve_weights(weights, cached, url)
+    torch.manual_seed(seed)
+    return resnet18(weights=ResNet18_Weights.IMAGENET1K_V1 if used == "imagenet" else None).eval(), used
+
+
+def half_precision(model):
+    """Wrap a torch model so it computes in FP16 while taking and returning FP32 tensors."""
+    import torch
+
+    class HalfPrecision(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner.half()
+
+        def forward(self, x):
+            return self.inner(x.half()).float()
+
+    return HalfPrecision(model)
+
+
+def to_torchscript(model, path: str | Path, *, device: str = "cpu", fp16: bool = False,
+                   example_batch: int = 1) -> Path:
+    """Trace a torch model (optionally FP16 inside, FP32 at its edges) on `device` and save it as TorchScript."""
+    import torch
+
+    if fp16 and device == "cpu":
+        raise ValueError("fp16 TorchScript needs device='cuda'; CPU kernels for FP16 convolutions are slow or missing")
+    module = (half_precision(model) if fp16 else model).to(device).eval()
+    example = torch.randn(example_batch, 3, 224, 224, device=device)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with torch.inference_mode():
+        traced = torch.jit.trace(module, example)
+    traced.save(str(path))
+    return path
+
+
+def torch_to_onnx(model, path: str | Path, *, input_name: str = "INPUT__0", output_name: str = "OUTPUT__0",
+                  opset: int = 17) -> Path:
+    """Export a torch image classifier to ONNX with a dynamic batch dimension and explicit I/O names."""
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.export(model.cpu().eval(), (torch.randn(1, 3, 224, 224),), str(path), input_names=[input_name],
+                      output_names=[output_name], dynamic_axes={input_name: {0: "batch"}, output_name: {0: "batch"}},
+                      opset_version=opset, dynamo=False)
+    return path
+
+
+def run_torchscript(path: str | Path, batch: np.ndarray, device: str = "cpu") -> np.ndarray:
+    """Output of a saved TorchScript module for one NCHW batch, as NumPy."""
+    import torch
+
+    module = torch.jit.load(str(path), map_location=device).eval()
+    with torch.inference_mode():
+        return module(torch.from_numpy(batch).to(device)).float().cpu().numpy()

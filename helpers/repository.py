@@ -1,0 +1,236 @@
+"""Triton model repository: config.pbtxt built through Triton's ModelConfig protobuf and checked against the artifact."""
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from google.protobuf import text_format
+from tritonclient.grpc import model_config_pb2 as mc
+
+# File name Triton looks for in a version folder, per platform.
+DEFAULT_FILENAME = {"onnxruntime_onnx": "model.onnx", "pytorch_libtorch": "model.pt", "tensorrt_plan": "model.plan"}
+# Backend that serves each platform (what must exist in the server's backend directory).
+PLATFORM_BACKEND = {"onnxruntime_onnx": "onnxruntime", "pytorch_libtorch": "pytorch", "tensorrt_plan": "tensorrt"}
+
+_NUMPY_TO_TRITON = {np.dtype(np.float32): "FP32", np.dtype(np.float16): "FP16", np.dtype(np.float64): "FP64",
+                    np.dtype(np.int64): "INT64", np.dtype(np.int32): "INT32", np.dtype(np.int8): "INT8",
+                    np.dtype(np.uint8): "UINT8", np.dtype(np.bool_): "BOOL"}
+_TRITON_TO_NUMPY = {v: k for k, v in _NUMPY_TO_TRITON.items()}
+# onnx.TensorProto element types -> Triton dtype names.
+_ONNX_TO_TRITON = {1: "FP32", 10: "FP16", 11: "FP64", 7: "INT64", 6: "INT32", 3: "INT8", 2: "UINT8", 9: "BOOL"}
+
+
+def triton_dtype(dtype: np.dtype | type | str) -> str:
+    """Triton's name (FP32, FP16, ...) for a NumPy dtype."""
+    dt = np.dtype(dtype)
+    if dt not in _NUMPY_TO_TRITON:
+        raise ValueError(f"dtype must be one of {sorted(str(d) for d in _NUMPY_TO_TRITON)}; got {dt}")
+    return _NUMPY_TO_TRITON[dt]
+
+
+def numpy_dtype(triton_name: str) -> np.dtype:
+    """NumPy dtype for a Triton dtype name, with or without the TYPE_ prefix."""
+    key = triton_name.removeprefix("TYPE_")
+    if key not in _TRITON_TO_NUMPY:
+        raise ValueError(f"Triton dtype must be one of {sorted(_TRITON_TO_NUMPY)}; got {triton_name!r}")
+    return _TRITON_TO_NUMPY[key]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One model input or output: name, Triton dtype (FP32, ...) and full shape, -1 for a dynamic dimension."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    def __str__(self) -> str:
+        dims = "x".join("?" if d < 0 else str(d) for d in self.shape)
+        return f"{self.name}: {self.dtype}[{dims}]"
+
+
+def onnx_io(path: str | Path) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    """Inputs and outputs an ONNX file declares (initializers excluded)."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+
+    def spec(v) -> TensorSpec:
+        t = v.type.tensor_type
+        if t.elem_type not in _ONNX_TO_TRITON:
+            raise ValueError(f"{path}: tensor {v.name!r} has ONNX element type {t.elem_type}, which this series does not map")
+        dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim)
+        return TensorSpec(v.name, _ONNX_TO_TRITON[t.elem_type], dims)
+
+    return [spec(v) for v in model.graph.input if v.name not in inits], [spec(v) for v in model.graph.output]
+
+
+def build_config(
+    name: str,
+    platform: str,
+    inputs: Sequence[TensorSpec],
+    outputs: Sequence[TensorSpec],
+    *,
+    max_batch_size: int,
+    instance_kind: str = "KIND_CPU",
+    instance_count: int = 1,
+    preferred_batch_sizes: Sequence[int] | None = None,
+    max_queue_delay_us: int | None = None,
+) -> mc.ModelConfig:
+    """A ModelConfig from tensor specs; with max_batch_size > 0 the first (batch) dimension is left out of dims."""
+    if platform not in DEFAULT_FILENAME:
+        raise ValueError(f"platform must be one of {sorted(DEFAULT_FILENAME)}; got {platform!r}")
+    if max_batch_size < 0:
+        raise ValueError(f"max_batch_size must be >= 0; got {max_batch_size}")
+    config = mc.ModelConfig(name=name, platform=platform, max_batch_size=max_batch_size)
+    for specs, field in ((inputs, config.input), (outputs, config.output)):
+        for s in specs:
+            dims = s.shape[1:] if max_batch_size > 0 else s.shape
+            field.add(name=s.name, data_type=mc.DataType.Value(f"TYPE_{s.dtype}"), dims=list(dims))
+    config.instance_group.add(kind=mc.ModelInstanceGroup.Kind.Value(instance_kind), count=instance_count)
+    if preferred_batch_sizes is not None or max_queue_delay_us is not None:
+        if max_batch_size == 0:
+            raise ValueError("dynamic batching needs max_batch_size > 0; got 0")
+        config.dynamic_batching.preferred_batch_size.extend(preferred_batch_sizes or [])
+        config.dynamic_batching.max_queue_delay_microseconds = max_queue_delay_us or 0
+    return config
+
+
+def config_from_onnx(name: str, onnx_path: str | Path, *, max_batch_size: int | None = None,
+                     **kwargs) -> mc.ModelConfig:
+    """ModelConfig for an ONNX file from its own I/O; max_batch_size 32 if its batch is dynamic, else 0."""
+    inputs, outputs = onnx_io(onnx_path)
+    if max_batch_size is None:
+        max_batch_size = 32 if inputs[0].shape and inputs[0].shape[0] == -1 else 0
+    return build_config(name, "onnxruntime_onnx", inputs, outputs, max_batch_size=max_batch_size, **kwargs)
+
+
+def to_text(config: mc.ModelConfig) -> str:
+    """config.pbtxt text of a ModelConfig."""
+    return text_format.MessageToString(config)
+
+
+def read_config(path: str | Path) -> mc.ModelConfig:
+    """Parse a config.pbtxt (or the model folder that holds one) into a ModelConfig."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.pbtxt"
+    return text_format.Parse(path.read_text(), mc.ModelConfig())
+
+
+class ConfigMismatch(ValueError):
+    """A config.pbtxt that disagrees with the artifact it describes."""
+
+
+def _config_specs(config: mc.ModelConfig, field) -> list[TensorSpec]:
+    batch = (-1,) if config.max_batch_size > 0 else ()
+    return [TensorSpec(t.name, mc.DataType.Name(t.data_type).removeprefix("TYPE_"), batch + tuple(t.dims))
+            for t in field]
+
+
+def _compare(kind: str, declared: Sequence[TensorSpec], actual: Sequence[TensorSpec], config: mc.ModelConfig,
+             artifact: Path, check_batch: bool) -> None:
+    where = f"model '{config.name}'"
+    if [s.name for s in declared] != [s.name for s in actual]:
+        raise ConfigMismatch(f"{where}: {kind} names in config are {[s.name for s in declared]}, "
+                             f"{artifact.name} has {[s.name for s in actual]}")
+    for d, a in zip(declared, actual):
+        if d.dtype != a.dtype:
+            raise ConfigMismatch(f"{where}: {kind} '{d.name}' data_type is TYPE_{d.dtype} in config, "
+                                 f"TYPE_{a.dtype} in {artifact.name}")
+        if len(d.shape) != len(a.shape) or any(x != y and y != -1 for x, y in zip(d.shape[1:], a.shape[1:])):
+            raise ConfigMismatch(f"{where}: {kind} '{d.name}' dims {list(d.shape[1:] if config.max_batch_size else d.shape)} "
+                                 f"in config do not match {artifact.name}'s shape {list(a.shape)}")
+        if config.max_batch_size == 0 and d.shape and d.shape[0] != a.shape[0] and a.shape[0] != -1:
+            raise ConfigMismatch(f"{where}: {kind} '{d.name}' dims {list(d.shape)} in config do not match "
+                                 f"{artifact.name}'s shape {list(a.shape)}")
+        if check_batch and config.max_batch_size > 0 and a.shape and a.shape[0] != -1:
+            raise ConfigMismatch(
+                f"{where}: max_batch_size is {config.max_batch_size} but {artifact.name} fixes {kind} "
+                f"'{a.name}' batch to {a.shape[0]}; a batched model needs a dynamic first dimension "
+                f"(or set max_batch_size: 0 and dims {list(a.shape)})")
+
+
+def _torchscript_io(config: mc.ModelConfig, path: Path) -> list[TensorSpec]:
+    """Output specs of a TorchScript file found by running it on zeros shaped as the config's inputs."""
+    import torch
+
+    module = torch.jit.load(str(path), map_location="cpu").eval()
+    batch = (1,) if config.max_batch_size > 0 else ()
+    args = [torch.zeros(batch + tuple(t.dims), dtype=getattr(torch, str(numpy_dtype(mc.DataType.Name(t.data_type)))))
+            for t in config.input]
+    try:
+        with torch.inference_mode():
+            out = module(*args)
+    except Exception as exc:  # the module's own error says which input it rejected
+        raise ConfigMismatch(f"model '{config.name}': {path.name} does not run on the config's inputs "
+                             f"{[str(s) for s in _config_specs(config, config.input)]}: {exc}") from exc
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(outs) != len(config.output):
+        raise ConfigMismatch(f"model '{config.name}': config declares {len(config.output)} outputs, "
+                             f"{path.name} returns {len(outs)}")
+    return [TensorSpec(t.name, triton_dtype(o.numpy().dtype), (-1,) * (config.max_batch_size > 0) + tuple(o.shape[len(batch):]))
+            for t, o in zip(config.output, outs)]
+
+
+def validate(config: mc.ModelConfig, artifact: str | Path) -> None:
+    """Raise ConfigMismatch naming the field where `config` disagrees with the artifact file."""
+    artifact = Path(artifact)
+    if not artifact.exists():
+        raise FileNotFoundError(f"model '{config.name}': artifact {artifact} does not exist")
+    head = artifact.read_bytes()[:4]
+    if config.platform == "onnxruntime_onnx" or (config.backend == "onnxruntime"):
+        ins, outs = onnx_io(artifact)
+        _compare("input", _config_specs(config, config.input), ins, config, artifact, check_batch=True)
+        _compare("output", _config_specs(config, config.output), outs, config, artifact, check_batch=True)
+    elif config.platform == "pytorch_libtorch" or config.backend == "pytorch":
+        if head != b"PK\x03\x04":
+            raise ConfigMismatch(f"model '{config.name}': platform pytorch_libtorch needs a TorchScript archive; "
+                                 f"{artifact.name} is not one")
+        actual = _torchscript_io(config, artifact)
+        _compare("output", _config_specs(config, config.output), actual, config, artifact, check_batch=False)
+    elif config.platform == "tensorrt_plan" or config.backend == "tensorrt":
+        if head == b"PK\x03\x04":
+            raise ConfigMismatch(
+                f"model '{config.name}': platform tensorrt_plan needs a serialized TensorRT engine, but "
+                f"{artifact.name} is a zip archive (a TorchScript module, as torch.jit.save writes). "
+                "The TensorRT backend cannot load it; build an engine (trtexec --saveEngine or "
+                "torch_tensorrt.convert_method_to_trt_engine) or serve the module with the pytorch backend")
+    else:
+        raise ConfigMismatch(f"model '{config.name}': cannot check platform {config.platform!r} / "
+                             f"backend {config.backend!r} against {artifact.name}")
+
+
+def add_model(repository: str | Path, config: mc.ModelConfig, artifact: str | Path, version: int = 1) -> Path:
+    """Validate, then write `<repository>/<name>/config.pbtxt` and copy the artifact into its version folder."""
+    validate(config, artifact)
+    model_dir = Path(repository) / config.name
+    version_dir = model_dir / str(version)
+    version_dir.mkdir(parents=True, exist_ok=True)
+    target = version_dir / DEFAULT_FILENAME[config.platform]
+    if Path(artifact).resolve() != target.resolve():
+        shutil.copyfile(artifact, target)
+    (model_dir / "config.pbtxt").write_text(to_text(config))
+    return model_dir
+
+
+def tree(repository: str | Path) -> str:
+    """The repository as an indented tree with file sizes, like `tree` would print."""
+    root = Path(repository)
+    lines = [f"{root}/"]
+
+    def walk(folder: Path, depth: int) -> None:
+        for p in sorted(folder.iterdir()):
+            if p.name.startswith(".") or p.name == "README.md" or p.name == "__pycache__":
+                continue
+            size = "" if p.is_dir() else f"  ({p.stat().st_size / 1e6:.1f} MB)" if p.stat().st_size > 1e5 else ""
+            lines.append("    " * depth + f"|-- {p.name}{'/' if p.is_dir() else ''}{size}")
+            if p.is_dir():
+                walk(p, depth + 1)
+
+    walk(root, 1)
+    return "\n".join(lines)

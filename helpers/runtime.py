@@ -1,0 +1,148 @@
+"""Where Triton can run here: Docker + NVIDIA GPU (the NGC containers) or a local `tritonserver` binary."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RUNTIMES = ("auto", "docker", "local")
+
+
+def _ok(cmd: list[str], timeout: float = 15) -> tuple[bool, str]:
+    """Run a probe command; return (succeeded, first line of its output or error)."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    text = (out.stdout or out.stderr).strip()
+    return out.returncode == 0, (text.splitlines() or [""])[0]
+
+
+def nvidia_gpu() -> tuple[bool, str]:
+    """Whether `nvidia-smi` sees a GPU, with its first GPU line or the reason it does not."""
+    if not shutil.which("nvidia-smi"):
+        return False, "nvidia-smi not found"
+    return _ok(["nvidia-smi", "-L"])
+
+
+def docker_engine() -> tuple[bool, str]:
+    """Whether a Docker engine answers (`docker info`), with its version or the reason it does not."""
+    if not shutil.which("docker"):
+        return False, "docker CLI not found"
+    ok, line = _ok(["docker", "info", "--format", "{{.ServerVersion}}"])
+    return ok, (f"engine {line}" if ok else f"docker CLI present but no engine answers ({line})")
+
+
+@dataclass
+class LocalTriton:
+    """A `tritonserver` binary on this machine, its backend directory and the backends found there."""
+
+    binary: Path
+    backend_dir: Path
+    source: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def backends(self) -> list[str]:
+        """Backend names present in the backend directory (sub-folders holding a `libtriton_*.so`)."""
+        return list_backends(self.backend_dir)
+
+
+def list_backends(backend_dir: Path) -> list[str]:
+    """Names of the backends installed in a Triton backend directory."""
+    if not backend_dir.is_dir():
+        return []
+    return sorted(d.name for d in backend_dir.iterdir() if d.is_dir() and any(d.glob("libtriton_*.so")))
+
+
+def _pytriton_bundle() -> LocalTriton | None:
+    """The Triton server bundled in the nvidia-pytriton wheel, with a Python-backend directory assembled for it."""
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    root = purelib / "pytriton" / "tritonserver"
+    binary = root / "bin" / "tritonserver"
+    stub = root / "python_backend_stubs" / f"{sys.version_info.major}.{sys.version_info.minor}" / "triton_python_backend_stub"
+    if not binary.exists():
+        return None
+    if not stub.exists():
+        raise FileNotFoundError(f"nvidia-pytriton has no Python backend stub for Python "
+                                f"{sys.version_info.major}.{sys.version_info.minor}: expected {stub}")
+    # Triton wants backends/python/{libtriton_python.so, triton_python_backend_utils.py, stub} in one folder.
+    backend_dir = Path(sys.prefix) / "triton-backends"
+    python_dir = backend_dir / "python"
+    python_dir.mkdir(parents=True, exist_ok=True)
+    for src in [*sorted((root / "backends" / "python").iterdir()), stub]:
+        link = python_dir / src.name
+        if not link.exists():
+            link.symlink_to(src)
+    libs = purelib / "nvidia_pytriton.libs"
+    ld = os.pathsep.join(p for p in [str(libs), os.environ.get("LD_LIBRARY_PATH", "")] if p)
+    return LocalTriton(binary, backend_dir, "bundled in the nvidia-pytriton wheel (Python backend only)",
+                       {"LD_LIBRARY_PATH": ld})
+
+
+def _backend_dir_near(binary: Path) -> Path:
+    """The backend directory that belongs to a tritonserver binary ($TRITON_BACKEND_DIR wins)."""
+    if os.environ.get("TRITON_BACKEND_DIR"):
+        return Path(os.environ["TRITON_BACKEND_DIR"])
+    real = binary.resolve()
+    for cand in (real.parent.parent / "backends", real.parent.parent / "triton" / "backends",
+                 Path("/opt/tritonserver/backends")):
+        if cand.is_dir():
+            return cand
+    return real.parent.parent / "backends"
+
+
+def find_local_triton() -> LocalTriton | None:
+    """First Triton server found: $TRITON_SERVER_BIN, `tritonserver` on PATH, /opt/tritonserver, nvidia-pytriton."""
+    env_bin = os.environ.get("TRITON_SERVER_BIN")
+    if env_bin:
+        path = Path(env_bin)
+        if not path.exists():
+            raise FileNotFoundError(f"TRITON_SERVER_BIN points to {path}, which does not exist")
+        return LocalTriton(path, _backend_dir_near(path), "$TRITON_SERVER_BIN")
+    on_path = shutil.which("tritonserver")
+    if on_path:
+        return LocalTriton(Path(on_path), _backend_dir_near(Path(on_path)), "tritonserver on PATH")
+    opt = Path("/opt/tritonserver/bin/tritonserver")
+    if opt.exists():
+        return LocalTriton(opt, Path("/opt/tritonserver/backends"), "/opt/tritonserver (NGC container)")
+    return _pytriton_bundle()
+
+
+@dataclass
+class RuntimeChoice:
+    """The runtime the notebooks use and why it was picked."""
+
+    name: str
+    reason: str
+    local: LocalTriton | None = None
+
+    def __str__(self) -> str:
+        return f"runtime: {self.name} ({self.reason})"
+
+
+def choose_runtime(requested: str = "auto") -> RuntimeChoice:
+    """Resolve `auto`/`docker`/`local`: docker where Docker and an NVIDIA GPU are usable, else local."""
+    if requested not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {RUNTIMES}; got {requested!r}")
+    docker_ok, docker_why = docker_engine() if requested != "local" else (False, "not asked for")
+    gpu_ok, gpu_why = nvidia_gpu() if requested != "local" else (False, "not asked for")
+    if requested == "docker":
+        if not docker_ok:
+            raise RuntimeError(f"runtime='docker' needs a Docker engine; {docker_why}")
+        return RuntimeChoice("docker", f"asked for; Docker {docker_why}; GPU: {gpu_why}")
+    if requested == "auto" and docker_ok and gpu_ok:
+        return RuntimeChoice("docker", f"Docker {docker_why} and GPU {gpu_why}")
+    local = find_local_triton()
+    if local is None:
+        raise RuntimeError("no Triton server found: set TRITON_SERVER_BIN, put tritonserver on PATH, "
+                           "or install the pinned requirements (nvidia-pytriton bundles one)")
+    if requested == "local":
+        reason = f"asked for; {local.binary} ({local.source})"
+    else:
+        reason = (f"Docker: {docker_why}; GPU: {gpu_why}; so the local server {local.binary} ({local.source})")
+    return RuntimeChoice("local", reason, local)

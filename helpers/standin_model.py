@@ -1,0 +1,63 @@
+"""Triton Python-backend model that serves an ONNX or TorchScript artifact when its native backend is missing.
+
+Copied as `model.py` into a served model's version folder by helpers.server; reads its config parameters:
+ARTIFACT (file in the version folder), ARTIFACT_FORMAT (onnx | torchscript), DEVICE (cpu | cuda).
+Requests that Triton's dynamic batcher hands over together are concatenated and run as one batch.
+"""
+import json
+import os
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    """Runs the artifact with ONNX Runtime or TorchScript, keeping the config's names, dtypes and batching."""
+
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
+        path = os.path.join(args["model_repository"], args["model_version"], params["ARTIFACT"])
+        self.batched = config.get("max_batch_size", 0) > 0
+        self.input_names = [t["name"] for t in config["input"]]
+        self.outputs = [(t["name"], pb_utils.triton_string_to_numpy(t["data_type"])) for t in config["output"]]
+        fmt, device = params["ARTIFACT_FORMAT"], params.get("DEVICE", "cpu")
+        if fmt == "onnx":
+            import onnxruntime as ort
+
+            session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+            names = [name for name, _ in self.outputs]
+            self.run = lambda arrays: session.run(names, dict(zip(self.input_names, arrays)))
+        elif fmt == "torchscript":
+            import torch
+
+            module = torch.jit.load(path, map_location=device).eval()
+
+            def run(arrays):
+                with torch.inference_mode():
+                    out = module(*[torch.from_numpy(a).to(device) for a in arrays])
+                outs = out if isinstance(out, (tuple, list)) else [out]
+                return [o.detach().cpu().numpy() for o in outs]
+
+            self.run = run
+        else:
+            raise pb_utils.TritonModelException(f"ARTIFACT_FORMAT must be onnx or torchscript; got {fmt!r}")
+
+    def execute(self, requests):
+        per_request = [[pb_utils.get_input_tensor_by_name(r, n).as_numpy() for n in self.input_names]
+                       for r in requests]
+        try:
+            if self.batched:
+                sizes = [arrays[0].shape[0] for arrays in per_request]
+                batch = [np.concatenate([arrays[i] for arrays in per_request]) for i in range(len(self.input_names))]
+                results = self.run(batch)
+                bounds = np.cumsum([0] + sizes)
+                split = [[r[bounds[k]:bounds[k + 1]] for r in results] for k in range(len(requests))]
+            else:
+                split = [self.run(arrays) for arrays in per_request]
+        except Exception as exc:  # report the failure on every request of the batch instead of crashing the stub
+            error = pb_utils.TritonError(f"{type(exc).__name__}: {exc}")
+            return [pb_utils.InferenceResponse(output_tensors=[], error=error) for _ in requests]
+        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(name, np.ascontiguousarray(out, dtype=dt))
+                                                           for (name, dt), out in zip(self.outputs, outs)])
+                for outs in split]
