@@ -5,6 +5,7 @@ import atexit
 import ctypes
 import json
 import os
+import py_compile
 import shutil
 import signal
 import socket
@@ -77,6 +78,8 @@ def prepare_served_repository(source: Path, target: Path, backends: list[str]) -
         for version in (p for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()):
             (out / version.name).mkdir()
             shutil.copyfile(STANDIN_SOURCE, out / version.name / "model.py")
+            # Compile now: a __pycache__ appearing after start would make poll mode reload the model.
+            py_compile.compile(str(out / version.name / "model.py"), doraise=True)
             (out / version.name / filename).symlink_to((version / filename).resolve())
         runner = "ONNX Runtime" if _FORMAT[config.platform] == "onnx" else "TorchScript"
         served.append(Served(config.name, "python stand-in",

@@ -1,0 +1,51 @@
+"""Measure in-process and served latency with warm-up and repeats, and compare model outputs."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+
+def time_calls(fn: Callable[[], object], *, warmup: int = 5, repeats: int = 30, desc: str | None = None) -> np.ndarray:
+    """Wall-clock milliseconds of `repeats` calls of fn, after `warmup` untimed calls."""
+    from tqdm.auto import tqdm
+
+    if warmup < 0 or repeats < 1:
+        raise ValueError(f"warmup must be >= 0 and repeats >= 1; got {warmup} and {repeats}")
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in tqdm(range(repeats), desc=desc, disable=desc is None, leave=False):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return np.asarray(samples)
+
+
+def summarize(samples: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """Mean, p50, p90, p99 and standard deviation (ms) per named set of samples."""
+    rows = {name: {"n": len(s), "mean_ms": s.mean(), "p50_ms": np.percentile(s, 50), "p90_ms": np.percentile(s, 90),
+                   "p99_ms": np.percentile(s, 99), "std_ms": s.std()} for name, s in samples.items()}
+    return pd.DataFrame(rows).T.astype({"n": int})
+
+
+def parity(reference: np.ndarray, other: np.ndarray) -> dict[str, float]:
+    """Max absolute difference and top-1 agreement between two score batches of the same shape."""
+    reference, other = np.asarray(reference, np.float32), np.asarray(other, np.float32)
+    if reference.shape != other.shape:
+        raise ValueError(f"outputs must have the same shape; got {reference.shape} and {other.shape}")
+    return {"max_abs_diff": float(np.abs(reference - other).max()),
+            "top1_agreement": float((reference.argmax(-1) == other.argmax(-1)).mean())}
+
+
+def throughput(fn: Callable[[], object], batch_size: int, *, seconds: float = 5.0, warmup: int = 5) -> float:
+    """Images per second of fn (one call = one batch) over about `seconds` of back-to-back calls."""
+    for _ in range(warmup):
+        fn()
+    calls, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        fn()
+        calls += 1
+    return calls * batch_size / (time.perf_counter() - start)

@@ -1,0 +1,95 @@
+"""TensorRT engines built inside the NGC containers: trtexec and torch-tensorrt commands, and engine outputs read back."""
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from . import ngc
+
+CONTAINER_DIR = "/workspace/models"  # where the host folder with the ONNX file is mounted
+
+
+def _shape(name: str, batch: int, dims: Sequence[int]) -> str:
+    return f"{name}:{'x'.join(str(d) for d in (batch, *dims))}"
+
+
+def trtexec_args(onnx_file: str, engine_file: str, input_name: str, dims: Sequence[int], *,
+                 batches: tuple[int, int, int] = (1, 8, 32), fp16: bool = True, fp16_io: bool = False,
+                 tensorrt_major: int = 10) -> list[str]:
+    """trtexec arguments: dynamic-batch profile min/opt/max, FP16 kernels, FP32 I/O unless fp16_io."""
+    low, opt, high = batches
+    if not 1 <= low <= opt <= high:
+        raise ValueError(f"batches must be min <= opt <= max, all >= 1; got {batches}")
+    if fp16_io and not fp16:
+        raise ValueError("fp16_io=True needs fp16=True: FP16 inputs into an FP32 engine only add casts")
+    if fp16 and tensorrt_major >= 11:
+        raise ValueError("TensorRT 11 removed trtexec's --fp16 (weakly typed builds); with an NGC tag that ships "
+                         "TensorRT 11, convert the ONNX model to FP16 first and build it strongly typed")
+    args = ["trtexec", f"--onnx={onnx_file}", f"--saveEngine={engine_file}",
+            f"--minShapes={_shape(input_name, low, dims)}", f"--optShapes={_shape(input_name, opt, dims)}",
+            f"--maxShapes={_shape(input_name, high, dims)}"]
+    if fp16:
+        args.append("--fp16")
+    if fp16_io:  # the engine then takes and returns FP16 tensors: the Triton config must say TYPE_FP16
+        args += ["--inputIOFormats=fp16:chw", "--outputIOFormats=fp16:chw"]
+    return args
+
+
+def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG) -> list[str]:
+    """`docker run` of a command in the NGC TensorRT container with `host_dir` mounted at CONTAINER_DIR."""
+    return ngc.docker_run(ngc.image("tensorrt", tag), list(args), volumes={host_dir: CONTAINER_DIR},
+                          workdir=CONTAINER_DIR)
+
+
+def in_pytorch_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG) -> list[str]:
+    """`docker run` of a command in the NGC PyTorch container (it ships torch-tensorrt) with `host_dir` mounted."""
+    return ngc.docker_run(ngc.image("pytorch", tag), list(args), volumes={host_dir: CONTAINER_DIR},
+                          workdir=CONTAINER_DIR, extra=["--ipc=host"])
+
+
+def engine_outputs_args(engine_file: str, input_name: str, input_file: str, shape: Sequence[int],
+                        output_json: str) -> list[str]:
+    """trtexec arguments that run an engine once on an input saved with ndarray.tofile and export its outputs."""
+    return ["trtexec", f"--loadEngine={engine_file}", f"--shapes={input_name}:{'x'.join(map(str, shape))}",
+            f"--loadInputs={input_name}:{input_file}", f"--exportOutput={output_json}", "--iterations=1",
+            "--warmUp=0", "--duration=0"]
+
+
+def read_trtexec_outputs(path: str | Path) -> dict[str, np.ndarray]:
+    """Outputs that `trtexec --exportOutput` wrote: name -> array shaped by its `dimensions` field."""
+    records = json.loads(Path(path).read_text())
+    out = {}
+    for rec in records:
+        dims = [int(d) for d in str(rec["dimensions"]).split("x")]
+        out[rec["name"]] = np.asarray(rec["values"], dtype=np.float32).reshape(dims)
+    return out
+
+
+def run_checked(args: Sequence[str], log_file: str | Path) -> None:
+    """Run a container command, its output to `log_file`; raise with the log's tail when it fails."""
+    log_file = Path(log_file)
+    with open(log_file, "w") as log:
+        code = subprocess.run(list(args), stdout=log, stderr=subprocess.STDOUT).returncode
+    if code != 0:
+        tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-20:])
+        raise RuntimeError(f"command failed with exit code {code}: {ngc.as_shell(args)}\n{tail}")
+
+
+# Runs in the NGC PyTorch container: the article's torch_tensorrt.compile, saved under the name it really has.
+# The result is TorchScript with TensorRT inside: the PyTorch backend serves it (as model.pt), the TensorRT
+# backend cannot (the article saved it as model.plan).
+TORCH_TENSORRT_SCRIPT = '''\
+import sys, torch, torch_tensorrt
+src, out = sys.argv[1:3]
+low, opt, high = (int(b) for b in sys.argv[3:6])
+module = torch.jit.load(src).eval().cuda()
+spec = [torch_tensorrt.Input(min_shape=(low, 3, 224, 224), opt_shape=(opt, 3, 224, 224),
+                             max_shape=(high, 3, 224, 224), dtype=torch.float32)]
+compiled = torch_tensorrt.compile(module, ir="ts", inputs=spec, enabled_precisions={torch.half})
+torch.jit.save(compiled, out)
+print("wrote", out)
+'''

@@ -1,0 +1,95 @@
+"""Plots the notebooks show and save: predictions, latency bars, throughput and p99 against concurrency."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+
+def _save(fig, path: str | Path | None):
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    return fig
+
+
+def predictions(image: np.ndarray, top5: list[tuple[int, str, float]], title: str, path: str | Path | None = None):
+    """The image beside a bar chart of its top-5 classes."""
+    fig, (ax_img, ax_bar) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1, 1.3]})
+    ax_img.imshow(image)
+    ax_img.axis("off")
+    names = [f"{name} ({idx})" for idx, name, _ in top5][::-1]
+    ax_bar.barh(names, [score for *_, score in top5][::-1], color="tab:green")
+    ax_bar.set_xlabel("probability")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def latency_bars(table: pd.DataFrame, title: str, path: str | Path | None = None):
+    """Mean latency per row with p50..p99 whiskers, from bench.summarize's table."""
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(table) + 1.5))
+    y = np.arange(len(table))
+    ax.barh(y, table["p50_ms"], color="tab:blue", label="p50")
+    ax.errorbar(table["p50_ms"], y, xerr=[np.zeros(len(table)), table["p99_ms"] - table["p50_ms"]], fmt="none",
+                ecolor="black", capsize=4, label="p50 to p99")
+    ax.set_yticks(y, table.index)
+    ax.set_xlabel("latency (ms)")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | None = None):
+    """Throughput and p99 latency against concurrency, one line per model (perf.parse_csv tables)."""
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for label, df in results.items():
+        ax_t.plot(df["concurrency"], df["throughput"], marker="o", label=label)
+        ax_p.plot(df["concurrency"], df["p99_ms"], marker="o", label=label)
+    ax_t.set(xlabel="concurrency", ylabel="throughput (infer/s)", title="throughput")
+    ax_p.set(xlabel="concurrency", ylabel="p99 latency (ms)", title="p99 latency")
+    for ax in (ax_t, ax_p):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def bars_at(results: Mapping[str, pd.DataFrame], concurrency: int, title: str, path: str | Path | None = None):
+    """Side-by-side throughput and p99 bars at one concurrency level."""
+    rows = {label: df.loc[df["concurrency"] == concurrency].iloc[0] for label, df in results.items()
+            if (df["concurrency"] == concurrency).any()}
+    if not rows:
+        raise ValueError(f"no result has concurrency {concurrency}; measured: "
+                         f"{sorted({int(c) for df in results.values() for c in df['concurrency']})}")
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(10, 3.8))
+    labels = list(rows)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"][:len(labels)]
+    for ax, column, unit in ((ax_t, "throughput", "infer/s"), (ax_p, "p99_ms", "ms")):
+        values = [rows[label][column] for label in labels]
+        bars = ax.bar(labels, values, color=colors)
+        ax.bar_label(bars, fmt="%.1f")
+        ax.set_ylabel(f"{column.replace('_ms', '')} ({unit})")
+    ax_t.set_title(f"throughput at concurrency {concurrency}")
+    ax_p.set_title(f"p99 latency at concurrency {concurrency}")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def effect(table: pd.DataFrame, x: str, title: str, path: str | Path | None = None):
+    """Throughput and p99 bars for each setting of one knob (a column of `table`)."""
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(10, 3.6))
+    labels = table[x].astype(str)
+    ax_t.bar(labels, table["throughput"], color="tab:blue")
+    ax_p.bar(labels, table["p99_ms"], color="tab:orange")
+    ax_t.set(xlabel=x, ylabel="throughput (infer/s)")
+    ax_p.set(xlabel=x, ylabel="p99 latency (ms)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)
