@@ -93,3 +93,14 @@ compiled = torch_tensorrt.compile(module, ir="ts", inputs=spec, enabled_precisio
 torch.jit.save(compiled, out)
 print("wrote", out)
 '''
+
+
+def optimized_stand_in(runtime: str, device: str) -> tuple[str, str]:
+    """(model name, why) of the 'optimized' ResNet18 the series can build with this runtime and device."""
+    if runtime == "docker":
+        return "resnet18_trt", "TensorRT FP16 engine (trtexec in the NGC TensorRT container), TensorRT backend"
+    if device == "cuda":
+        return "resnet18_fp16", ("no TensorRT here: an FP16 TorchScript model on CUDA stands in for the engine "
+                                 "(FP16 is most of what TensorRT buys on this network)")
+    return "resnet18_onnx", ("no GPU and no TensorRT here: the ONNX export run by ONNX Runtime on CPU stands in "
+                             "for the engine")

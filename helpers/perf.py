@@ -85,7 +85,7 @@ def docker_command(args: list[str], tag: str = ngc.NGC_TAG, results_dir: str | P
     """`docker run` of perf_analyzer from the SDK image (the plain tritonserver image does not ship it)."""
     volumes = {results_dir: "/results"} if results_dir else None
     return ngc.docker_run(ngc.image("sdk", tag), ["perf_analyzer", *args], network="host", gpus=None,
-                          volumes=volumes, workdir="/results" if results_dir else None)
+                          volumes=volumes, workdir="/results" if results_dir else None, extra=["--ipc=host"])
 
 
 def concurrency_levels(concurrency: str) -> list[int]:
@@ -95,21 +95,29 @@ def concurrency_levels(concurrency: str) -> list[int]:
     return list(range(start, end + 1, step))
 
 
-def run(model: str, url: str, csv_file: str | Path, *, log_file: str | Path | None = None,
-        progress: bool = True, **kwargs) -> pd.DataFrame:
-    """Run a perf_analyzer sweep against a running server with a progress bar; return the parsed CSV."""
+def run(model: str, url: str, csv_file: str | Path, *, docker_tag: str | None = None,
+        log_file: str | Path | None = None, progress: bool = True, **kwargs) -> pd.DataFrame:
+    """Run a perf_analyzer sweep against a running server with a progress bar; return the parsed CSV.
+
+    With docker_tag, perf_analyzer runs from the NGC SDK image of that tag (host network), else locally.
+    """
     from tqdm.auto import tqdm
 
-    pa = find_perf_analyzer()
-    csv_file = Path(csv_file)
+    csv_file = Path(csv_file).resolve()
     csv_file.parent.mkdir(parents=True, exist_ok=True)
-    args = perf_args(model, url, csv_file=str(csv_file), **kwargs)
+    if docker_tag:
+        args = perf_args(model, url, csv_file=f"/results/{csv_file.name}", **kwargs)
+        command, env = docker_command(args, docker_tag, results_dir=csv_file.parent), {}
+    else:
+        pa = find_perf_analyzer()
+        args = perf_args(model, url, csv_file=str(csv_file), **kwargs)
+        command, env = [str(pa.binary), *args], pa.env
     levels = concurrency_levels(kwargs.get("concurrency", "1:16:1"))
     log_file = Path(log_file) if log_file else csv_file.with_suffix(".log")
     lines: list[str] = []
     with tqdm(total=len(levels), desc=f"perf_analyzer {model}", unit="level", disable=not progress) as bar, \
-            subprocess.Popen([str(pa.binary), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env={**os.environ, **pa.env}) as proc:
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env={**os.environ, **env}) as proc:
         for line in proc.stdout:
             lines.append(line)
             level = re.match(r"Request concurrency: (\d+)", line)
@@ -124,7 +132,7 @@ def run(model: str, url: str, csv_file: str | Path, *, log_file: str | Path | No
     failed = [ln for ln in lines if re.search(r"had error|Failed to|failed", ln)]
     if proc.returncode != 0 or not csv_file.exists() or failed:
         raise RuntimeError(f"perf_analyzer failed (exit {proc.returncode}) for model {model!r}; command:\n"
-                           f"  {ngc.as_shell([str(pa.binary), *args])}\n" + "".join(lines[-25:]))
+                           f"  {ngc.as_shell(command)}\n" + "".join(lines[-25:]))
     return parse_csv(csv_file)
 
 

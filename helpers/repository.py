@@ -234,3 +234,29 @@ def tree(repository: str | Path) -> str:
 
     walk(root, 1)
     return "\n".join(lines)
+
+
+def derive(repository: str | Path, source: str, name: str, *, target: str | Path | None = None,
+           preferred_batch_sizes: Sequence[int] | None = None, max_queue_delay_us: int | None = None,
+           instance_count: int | None = None) -> mc.ModelConfig:
+    """Copy model `source` as `name` (into `target`, default the same repository) with dynamic batching or instances changed."""
+    src_dir = Path(repository) / source
+    config = read_config(src_dir)
+    config.name = name
+    if preferred_batch_sizes is not None or max_queue_delay_us is not None:
+        if config.max_batch_size == 0:
+            raise ValueError(f"model '{source}' has max_batch_size 0; dynamic batching needs a batch dimension")
+        config.dynamic_batching.Clear()
+        config.dynamic_batching.preferred_batch_size.extend(preferred_batch_sizes or [])
+        config.dynamic_batching.max_queue_delay_microseconds = max_queue_delay_us or 0
+    if instance_count is not None:
+        if instance_count < 1:
+            raise ValueError(f"instance_count must be >= 1; got {instance_count}")
+        for group in config.instance_group:
+            group.count = instance_count
+    versions = sorted((p for p in src_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+    if not versions:
+        raise FileNotFoundError(f"model '{source}' has no version folder in {src_dir}")
+    artifact = versions[-1] / (config.default_model_filename or DEFAULT_FILENAME[config.platform])
+    add_model(target or repository, config, artifact, version=int(versions[-1].name))
+    return config

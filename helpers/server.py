@@ -160,7 +160,8 @@ class TritonServer:
                 ["tritonserver", "--model-repository=/models", *poll],
                 volumes={self.repository: "/models"}, ports={self.http_port: 8000, self.grpc_port: 8001,
                                                              self.metrics_port: 8002},
-                host=self.host, gpus=self.gpus, name=self._container)
+                host=self.host, gpus=self.gpus, name=self._container,
+                extra=["--ipc=host"])  # shares /dev/shm with clients on this host (system shared memory)
         local = self.runtime.local
         return [str(local.binary), f"--model-repository={self.workdir / 'models'}",
                 f"--backend-directory={local.backend_dir}", f"--http-address={self.host}",

@@ -1,0 +1,106 @@
+"""Run the numbered notebooks with papermill into a run folder, with parameter profiles, and write a short report."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = ROOT / "notebooks"
+PROFILES_FILE = NOTEBOOK_DIR / "profiles.yml"
+
+
+def notebooks() -> list[Path]:
+    """The numbered notebooks in run order."""
+    return sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+def resolve_device(device: str = "auto") -> str:
+    """`cpu` or `cuda`; `auto` picks cuda when PyTorch sees a GPU."""
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device must be auto, cpu or cuda; got {device!r}")
+    if device != "cpu":
+        import torch
+
+        if torch.cuda.is_available():
+            return "cuda"
+        if device == "cuda":
+            raise RuntimeError("device='cuda' asked for, but PyTorch sees no CUDA GPU here")
+    return "cpu"
+
+
+def profile_parameters(profile: str | None, notebook: str) -> dict:
+    """Parameters a profile of notebooks/profiles.yml sets for one notebook (its `all` entry, then the notebook's)."""
+    if not profile:
+        return {}
+    import yaml
+
+    profiles = yaml.safe_load(PROFILES_FILE.read_text())
+    if profile not in profiles:
+        raise ValueError(f"profile must be one of {sorted(profiles)} (from {PROFILES_FILE}); got {profile!r}")
+    entry = profiles[profile] or {}
+    return {**(entry.get("all") or {}), **(entry.get(notebook) or {})}
+
+
+def save_results(run_dir: str | Path, notebook: str, results: dict) -> Path:
+    """Store a notebook's key numbers as results/<notebook>.json in the run folder, for the report."""
+    path = Path(run_dir) / "results" / f"{notebook}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, default=str))
+    return path
+
+
+def write_report(run_dir: Path, rows: list[dict]) -> Path:
+    """report.md: each notebook's status and time, then the numbers the notebooks saved."""
+    lines = [f"# Run {run_dir.name}", "", "| notebook | status | seconds |", "|---|---|---|"]
+    lines += [f"| {r['notebook']} | {r['status']} | {r['seconds']:.0f} |" for r in rows]
+    for path in sorted((run_dir / "results").glob("*.json")):
+        lines += ["", f"## {path.stem}", "", "```json", path.read_text().strip(), "```"]
+    report = run_dir / "report.md"
+    report.write_text("\n".join(lines) + "\n")
+    return report
+
+
+def run_series(run_dir: str | Path | None = None, profile: str | None = None, only: list[str] | None = None,
+               kernel: str = "python3") -> Path:
+    """Execute the notebooks in order into `run_dir` (default runs/<timestamp>); stop at the first failure."""
+    import papermill
+
+    run_dir = Path(run_dir or ROOT / "runs" / time.strftime("%Y%m%d-%H%M%S")).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    selected = [nb for nb in notebooks() if not only or any(nb.stem.startswith(o) for o in only)]
+    if not selected:
+        raise ValueError(f"no notebook matches {only}; have {[nb.stem for nb in notebooks()]}")
+    rows = []
+    for nb in selected:
+        declared = papermill.inspect_notebook(str(nb))
+        params = {**profile_parameters(profile, nb.stem), "run_dir": str(run_dir)}
+        shared = profile_parameters(profile, "all") if profile else {}
+        params = {k: v for k, v in params.items() if k in declared or k not in shared}
+        unknown = sorted(set(params) - set(declared))
+        if unknown:
+            raise ValueError(f"{nb.name} has no parameters {unknown}; its parameters cell declares {sorted(declared)}")
+        print(f"== {nb.name} {params}", flush=True)
+        start = time.monotonic()
+        try:
+            papermill.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(NOTEBOOK_DIR),
+                                       kernel_name=kernel, progress_bar=False)
+        except Exception:
+            rows.append({"notebook": nb.stem, "status": "FAILED", "seconds": time.monotonic() - start})
+            write_report(run_dir, rows)
+            raise
+        rows.append({"notebook": nb.stem, "status": "ok", "seconds": time.monotonic() - start})
+    report = write_report(run_dir, rows)
+    print(f"executed notebooks and {report.name} in {run_dir}")
+    return run_dir
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Run the tutorial notebooks with papermill.")
+    parser.add_argument("--profile", help="parameter profile from notebooks/profiles.yml (e.g. ci, gpu-local)")
+    parser.add_argument("--run-dir", help="output folder (default runs/<timestamp>)")
+    parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 00 05")
+    ns = parser.parse_args()
+    run_series(ns.run_dir, ns.profile, ns.only)

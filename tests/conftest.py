@@ -1,0 +1,58 @@
+"""Shared fixtures: a tiny ONNX classifier stand-in, a model repository, and a process census for leak checks."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+TRITON_PROCESS_NAMES = ("tritonserver", "triton_python_backend_stub", "triton_python_b")
+
+
+def triton_processes() -> list[psutil.Process]:
+    """Live (non-zombie) tritonserver and Python-backend stub processes on this machine."""
+    found = []
+    for proc in psutil.process_iter(["name", "status"]):
+        if proc.info["name"] and proc.info["name"].startswith(TRITON_PROCESS_NAMES) \
+                and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+def make_onnx(path: Path, *, batch: int | None = None, in_dtype: int = 1, features: int = 8, classes: int = 4,
+              seed: int = 0) -> Path:
+    """A small linear classifier as ONNX: X[batch, features] @ W -> Y[batch, classes]."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = np.random.default_rng(seed).standard_normal((features, classes)).astype(np.float32)
+    b = batch if batch else "batch"
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["X"], ["Xf"], to=TensorProto.FLOAT), helper.make_node("MatMul", ["Xf", "W"], ["Y"])],
+        "tiny", [helper.make_tensor_value_info("X", in_dtype, [b, features])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [b, classes])],
+        [numpy_helper.from_array(weights, "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture
+def tiny_onnx(tmp_path) -> Path:
+    return make_onnx(tmp_path / "tiny.onnx")
+
+
+@pytest.fixture
+def tiny_repo(tmp_path, tiny_onnx) -> Path:
+    """A repository with `tiny` (dynamic batch, max 8, dynamic batching on)."""
+    from helpers import repository
+
+    repo = tmp_path / "models"
+    config = repository.config_from_onnx("tiny", tiny_onnx, max_batch_size=8, preferred_batch_sizes=[4],
+                                         max_queue_delay_us=100)
+    repository.add_model(repo, config, tiny_onnx)
+    return repo

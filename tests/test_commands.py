@@ -1,0 +1,99 @@
+"""The exact docker, trtexec and perf_analyzer commands the GPU/NGC path would run (no Docker needed)."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import convert, ngc, perf
+from helpers.runtime import RuntimeChoice
+from helpers.server import TritonServer
+
+
+def test_images_share_one_tag():
+    assert ngc.image("tritonserver") == "nvcr.io/nvidia/tritonserver:24.05-py3"
+    assert ngc.image("sdk", "22.11") == "nvcr.io/nvidia/tritonserver:22.11-py3-sdk"
+    assert ngc.image("tensorrt") == "nvcr.io/nvidia/tensorrt:24.05-py3"
+    assert ngc.tensorrt_version("24.05").startswith("10.")
+    with pytest.raises(ValueError, match="YY.MM"):
+        ngc.image("tritonserver", "latest")
+
+
+def test_server_docker_command_publishes_on_localhost_with_absolute_volume(tmp_path):
+    (tmp_path / "models").mkdir()
+    server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"), tag="24.05")
+    assert server.command() == [
+        "docker", "run", "--rm", "--name", "triton-tutorials-8000", "--gpus", "all",
+        "-p", "127.0.0.1:8000:8000", "-p", "127.0.0.1:8001:8001", "-p", "127.0.0.1:8002:8002",
+        "-v", f"{(tmp_path / 'models').resolve()}:/models", "--ipc=host",
+        "nvcr.io/nvidia/tritonserver:24.05-py3",
+        "tritonserver", "--model-repository=/models", "--model-control-mode=poll", "--repository-poll-secs=30"]
+
+
+def test_docker_volume_must_exist(tmp_path):
+    with pytest.raises(FileNotFoundError, match="volume source must exist"):
+        ngc.docker_run("img", volumes={tmp_path / "missing": "/x"})
+    with pytest.raises(ValueError, match="absolute path"):
+        ngc.docker_run("img", volumes={tmp_path: "relative"})
+
+
+def test_trtexec_keras_engine_command(tmp_path):
+    args = convert.trtexec_args("resnet50.onnx", "model.plan", "input_1", (224, 224, 3), batches=(1, 8, 32))
+    assert args == ["trtexec", "--onnx=resnet50.onnx", "--saveEngine=model.plan",
+                    "--minShapes=input_1:1x224x224x3", "--optShapes=input_1:8x224x224x3",
+                    "--maxShapes=input_1:32x224x224x3", "--fp16"]
+    cmd = convert.in_tensorrt_container(args, tmp_path, "24.05")
+    assert cmd[:9] == ["docker", "run", "--rm", "--gpus", "all", "-v", f"{tmp_path.resolve()}:/workspace/models",
+                       "-w", "/workspace/models"]
+    assert cmd[9:11] == ["nvcr.io/nvidia/tensorrt:24.05-py3", "trtexec"]
+
+
+def test_trtexec_fp16_io_adds_format_flags_and_rules():
+    args = convert.trtexec_args("m.onnx", "m.plan", "INPUT__0", (3, 224, 224), batches=(1, 8, 64), fp16_io=True)
+    assert "--inputIOFormats=fp16:chw" in args and "--outputIOFormats=fp16:chw" in args
+    assert "--maxShapes=INPUT__0:64x3x224x224" in args
+    with pytest.raises(ValueError, match="TensorRT 11 removed"):
+        convert.trtexec_args("m.onnx", "m.plan", "x", (3,), tensorrt_major=11)
+    with pytest.raises(ValueError, match="min <= opt <= max"):
+        convert.trtexec_args("m.onnx", "m.plan", "x", (3,), batches=(8, 1, 64))
+    with pytest.raises(ValueError, match="fp16_io=True needs fp16=True"):
+        convert.trtexec_args("m.onnx", "m.plan", "x", (3,), fp16=False, fp16_io=True)
+
+
+def test_engine_parity_command_and_output_reader(tmp_path):
+    args = convert.engine_outputs_args("model.plan", "input_1", "in.bin", (6, 224, 224, 3), "out.json")
+    assert "--loadInputs=input_1:in.bin" in args and "--shapes=input_1:6x224x224x3" in args
+    (tmp_path / "out.json").write_text('[{"name": "predictions", "dimensions": "2x3", "values": [1, 2, 3, 4, 5, 6]}]')
+    out = convert.read_trtexec_outputs(tmp_path / "out.json")
+    assert out["predictions"].shape == (2, 3) and out["predictions"][1, 2] == 6
+
+
+def test_torch_tensorrt_script_runs_in_pytorch_container_and_compiles(tmp_path):
+    compile(convert.TORCH_TENSORRT_SCRIPT, "compile_ts.py", "exec")
+    cmd = convert.in_pytorch_container(["python", "compile_ts.py"], tmp_path, "24.05")
+    assert "nvcr.io/nvidia/pytorch:24.05-py3" in cmd and "--ipc=host" in cmd
+
+
+def test_perf_analyzer_from_sdk_image_with_grpc_flag(tmp_path):
+    args = perf.perf_args("resnet18_pytorch", "localhost:8001", concurrency="1:16:1", csv_file="/results/b.csv")
+    assert args[:6] == ["-m", "resnet18_pytorch", "-u", "localhost:8001", "-i", "grpc"]
+    cmd = perf.docker_command(args, "24.05", results_dir=tmp_path)
+    assert cmd[cmd.index("nvcr.io/nvidia/tritonserver:24.05-py3-sdk") + 1] == "perf_analyzer"
+    assert "--gpus" not in cmd and cmd[cmd.index("--net") + 1] == "host"
+
+
+@pytest.mark.parametrize("kwargs, message", [({"protocol": "tcp"}, "protocol"), ({"concurrency": "1-16"}, "start:end:step"),
+                                             ({"shared_memory": "gpu"}, "shared_memory")])
+def test_perf_args_refuse_bad_values(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        perf.perf_args("m", "localhost:8001", **kwargs)
+
+
+def test_concurrency_levels():
+    assert perf.concurrency_levels("1:16:1") == list(range(1, 17))
+    assert perf.concurrency_levels("1:4:3") == [1, 4]
+    assert perf.concurrency_levels("8") == [8]
+
+
+def test_optimized_stand_in_per_world():
+    assert convert.optimized_stand_in("docker", "cuda")[0] == "resnet18_trt"
+    assert convert.optimized_stand_in("local", "cuda")[0] == "resnet18_fp16"
+    assert convert.optimized_stand_in("local", "cpu")[0] == "resnet18_onnx"

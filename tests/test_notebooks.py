@@ -1,0 +1,82 @@
+"""Every notebook, executed in order by papermill with the `ci` profile (local runtime, CPU, random weights)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import series
+from conftest import triton_processes
+
+
+def test_notebooks_are_committed_without_outputs_and_with_a_parameters_cell():
+    assert len(series.notebooks()) == 12
+    for path in series.notebooks():
+        nb = json.loads(path.read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        assert nb["cells"][0]["cell_type"] == "markdown" and nb["cells"][0]["source"][0].startswith("# "), path.name
+        assert not any(c["outputs"] or c["execution_count"] for c in code), f"{path.name} has outputs"
+        tagged = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
+        assert len(tagged) == 1, f"{path.name} needs exactly one cell tagged 'parameters'"
+
+
+def test_profiles_only_set_parameters_the_notebooks_declare():
+    import papermill
+
+    for path in series.notebooks():
+        declared = papermill.inspect_notebook(str(path))
+        for profile in ("ci", "gpu-local"):
+            own = series.profile_parameters(profile, path.stem)
+            shared = series.profile_parameters(profile, "all")
+            assert set(own) - set(shared) <= set(declared), (profile, path.name)
+
+
+@pytest.fixture(scope="module")
+def ci_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("run")
+    series.run_series(run_dir, profile="ci")
+    return run_dir
+
+
+def _results(run_dir, name):
+    return json.loads((run_dir / "results" / f"{name}.json").read_text())
+
+
+@pytest.mark.notebooks
+def test_series_runs_and_writes_report(ci_run):
+    report = (ci_run / "report.md").read_text()
+    assert report.count("| ok |") == 12 and "FAILED" not in report
+    assert all((ci_run / nb.name).exists() for nb in series.notebooks())
+    assert not triton_processes(), "a notebook left a Triton process running"
+
+
+@pytest.mark.notebooks
+def test_keras_track_numbers(ci_run):
+    assert _results(ci_run, "00_environment_check")["runtime"] == "local"
+    parity = _results(ci_run, "02_export_onnx")["parity_keras_vs_onnxruntime"]
+    assert parity["top1_agreement"] == 1.0 and parity["max_abs_diff"] < 1e-3
+    assert _results(ci_run, "03_tensorrt_engine")["built"] is False
+    served = _results(ci_run, "06_http_client")
+    assert served["model"] == "resnet50_onnx" and served["batch"] == [32, 224, 224, 3]
+    assert served["parity_http_vs_local"]["top1_agreement"] == 1.0
+    assert served["parity_grpc_vs_http"]["max_abs_diff"] == 0.0
+    latency = _results(ci_run, "07_local_vs_triton")["latency_ms"]
+    assert all(row["p50_ms"] > 0 for row in latency.values()) and len(latency) == 4
+
+
+@pytest.mark.notebooks
+def test_resnet18_track_numbers(ci_run):
+    assert _results(ci_run, "10_resnet18_torchscript")["parity_torchscript_vs_eager"]["top1_agreement"] == 1.0
+    baseline = _results(ci_run, "11_baseline_benchmark")["table"]
+    assert [row["concurrency"] for row in baseline] == [1, 4]
+    assert all(row["throughput"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0 for row in baseline)
+    optimized = _results(ci_run, "12_optimize_tensorrt")
+    assert optimized["optimized"] == "resnet18_onnx"
+    assert optimized["parity_vs_baseline"]["resnet18_onnx"]["top1_agreement"] == 1.0
+    compare = _results(ci_run, "13_dynamic_batching_compare")
+    assert set(compare["at_top_concurrency"]) == {"baseline", "baseline + dynamic batching",
+                                                  "resnet18_onnx + dynamic batching"}
+    assert all(v["throughput"] > 0 for v in compare["at_top_concurrency"].values())
+    assert {k["knob"] for k in compare["knobs"]} == {"instances", "queue delay (us)", "transport"}
+    for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png"):
+        assert (ci_run / png).stat().st_size > 10_000, png

@@ -1,0 +1,96 @@
+"""Model configs built through ModelConfig and checked against their artifacts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import repository
+from conftest import make_onnx
+
+
+def test_config_from_onnx_reads_names_dtypes_and_dynamic_batch(tiny_onnx):
+    config = repository.config_from_onnx("tiny", tiny_onnx)
+    assert config.platform == "onnxruntime_onnx" and config.max_batch_size == 32
+    assert [(t.name, list(t.dims)) for t in config.input] == [("X", [8])]
+    assert [(t.name, list(t.dims)) for t in config.output] == [("Y", [4])]
+    text = repository.to_text(config)
+    assert 'data_type: TYPE_FP32' in text and "kind: KIND_CPU" in text
+
+
+def test_fixed_batch_onnx_gets_max_batch_size_zero_and_full_dims(tmp_path):
+    path = make_onnx(tmp_path / "fixed.onnx", batch=32)
+    config = repository.config_from_onnx("fixed", path)
+    assert config.max_batch_size == 0 and list(config.input[0].dims) == [32, 8]
+    repository.validate(config, path)
+
+
+def test_config_text_round_trips(tmp_path, tiny_onnx):
+    config = repository.config_from_onnx("tiny", tiny_onnx, max_batch_size=8, preferred_batch_sizes=[2, 4],
+                                         max_queue_delay_us=100, instance_kind="KIND_GPU", instance_count=2)
+    model_dir = repository.add_model(tmp_path / "repo", config, tiny_onnx)
+    back = repository.read_config(model_dir)
+    assert back == config
+    assert list(back.dynamic_batching.preferred_batch_size) == [2, 4]
+    assert (model_dir / "1" / "model.onnx").exists()
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda c: setattr(c.input[0], "data_type", repository.mc.TYPE_FP16), "data_type is TYPE_FP16"),
+    (lambda c: c.input[0].dims.__setitem__(0, 9), r"dims \[9\] in config"),
+    (lambda c: setattr(c.output[0], "name", "predictions"), "output names"),
+])
+def test_mismatched_config_is_refused_naming_the_field(tiny_onnx, change, field):
+    config = repository.config_from_onnx("tiny", tiny_onnx)
+    change(config)
+    with pytest.raises(repository.ConfigMismatch, match=field):
+        repository.validate(config, tiny_onnx)
+
+
+def test_fixed_batch_under_max_batch_size_is_refused(tmp_path):
+    path = make_onnx(tmp_path / "fixed.onnx", batch=32)
+    config = repository.build_config("m", "onnxruntime_onnx", [repository.TensorSpec("X", "FP32", (-1, 8))],
+                                     [repository.TensorSpec("Y", "FP32", (-1, 4))], max_batch_size=32)
+    with pytest.raises(repository.ConfigMismatch, match="fixes input 'X' batch to 32"):
+        repository.validate(config, path)
+
+
+def test_torchscript_saved_as_plan_is_refused(tmp_path):
+    module = torch.jit.trace(torch.nn.Linear(8, 4).eval(), torch.zeros(1, 8))
+    path = tmp_path / "model.plan"
+    module.save(str(path))
+    config = repository.build_config("trt", "tensorrt_plan", [repository.TensorSpec("INPUT__0", "FP32", (-1, 8))],
+                                     [repository.TensorSpec("OUTPUT__0", "FP32", (-1, 4))], max_batch_size=8)
+    with pytest.raises(repository.ConfigMismatch, match="zip archive"):
+        repository.validate(config, path)
+
+
+def test_torchscript_checked_by_running_it(tmp_path):
+    module = torch.jit.trace(torch.nn.Linear(8, 4).eval(), torch.zeros(1, 8))
+    path = tmp_path / "model.pt"
+    module.save(str(path))
+    spec_in = [repository.TensorSpec("INPUT__0", "FP32", (-1, 8))]
+    good = repository.build_config("ts", "pytorch_libtorch", spec_in, [repository.TensorSpec("OUTPUT__0", "FP32", (-1, 4))],
+                                   max_batch_size=8)
+    repository.validate(good, path)
+    bad = repository.build_config("ts", "pytorch_libtorch", spec_in, [repository.TensorSpec("OUTPUT__0", "FP32", (-1, 1000))],
+                                  max_batch_size=8)
+    with pytest.raises(repository.ConfigMismatch, match="OUTPUT__0"):
+        repository.validate(bad, path)
+
+
+def test_derive_changes_batching_and_instances_only(tmp_path, tiny_repo):
+    repository.derive(tiny_repo, "tiny", "tiny_i2", target=tmp_path / "other", instance_count=2,
+                      preferred_batch_sizes=[8], max_queue_delay_us=500)
+    derived = repository.read_config(tmp_path / "other" / "tiny_i2")
+    source = repository.read_config(tiny_repo / "tiny")
+    assert derived.name == "tiny_i2" and derived.instance_group[0].count == 2
+    assert derived.dynamic_batching.max_queue_delay_microseconds == 500
+    assert derived.input == source.input and derived.output == source.output
+
+
+def test_dtype_mapping_rejects_unknown():
+    assert repository.triton_dtype(np.float16) == "FP16"
+    assert repository.numpy_dtype("TYPE_INT64") == np.dtype(np.int64)
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        repository.triton_dtype(np.complex64)

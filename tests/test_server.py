@@ -1,0 +1,126 @@
+"""A real local Triton server: readiness, inference over HTTP and gRPC, perf_analyzer, failures and clean-up."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from conftest import make_onnx, triton_processes
+from helpers import client as tc
+from helpers import export, perf, repository
+from helpers.runtime import RuntimeChoice
+from helpers.server import ServerError, TritonServer
+
+
+@pytest.fixture
+def no_leftovers():
+    before = {p.pid for p in triton_processes()}
+    yield
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and {p.pid for p in triton_processes()} - before:
+        time.sleep(0.5)
+    assert not {p.pid for p in triton_processes()} - before, "tritonserver or a backend stub was left running"
+
+
+def test_serves_stand_in_over_http_and_grpc(tiny_repo, tiny_onnx, no_leftovers):
+    x = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
+    expected = export.run_onnx(tiny_onnx, x)
+    with TritonServer(tiny_repo, "local") as server:
+        assert [s.how for s in server.served] == ["python stand-in"]
+        for protocol, url in (("http", server.url), ("grpc", server.grpc_url)):
+            out = tc.infer(tc.connect(url, protocol), "tiny", x)["Y"]
+            np.testing.assert_allclose(out, expected, rtol=1e-6)
+        config = tc.connect(server.url).get_model_config("tiny")
+        assert config["backend"] == "python" and config["max_batch_size"] == 8
+        assert config["parameters"]["EXECUTION_ENV_PATH"]["string_value"] == sys.prefix
+    assert not server.running
+
+
+def test_client_refuses_bad_requests_with_what_was_expected(tiny_repo, no_leftovers):
+    with TritonServer(tiny_repo, "local") as server:
+        http = tc.connect(server.url)
+        with pytest.raises(ValueError, match=r"'nope' is not served here; the server has \['tiny'\]"):
+            tc.infer(http, "nope", np.zeros((1, 8), np.float32))
+        with pytest.raises(ValueError, match=r"is FP32 \(float32\); got float64"):
+            tc.infer(http, "tiny", np.zeros((1, 8)))
+        with pytest.raises(ValueError, match=r"has shape \[-1, 8\]"):
+            tc.infer(http, "tiny", np.zeros((1, 7), np.float32))
+        with pytest.raises(ValueError, match="batches of at most 8"):
+            tc.infer(http, "tiny", np.zeros((9, 8), np.float32))
+        with pytest.raises(ValueError, match=r"takes inputs \['X'\]"):
+            tc.infer(http, "tiny", {"x": np.zeros((1, 8), np.float32)})
+
+
+def test_perf_analyzer_against_real_server(tiny_repo, tmp_path, no_leftovers):
+    with TritonServer(tiny_repo, "local") as server:
+        table = perf.run("tiny", server.grpc_url, tmp_path / "tiny.csv", concurrency="1:2:1",
+                         measurement_interval_ms=800, max_trials=5, stability_percentage=50, progress=False)
+    assert list(table["concurrency"]) == [1, 2]
+    assert (table["throughput"] > 0).all() and (table["p99_ms"] >= table["p50_ms"]).all()
+    assert {"queue_ms", "compute_infer_ms", "compute_ms"} <= set(table.columns)
+
+
+def test_model_that_fails_to_load_is_named_with_log_tail(tmp_path, tiny_onnx, no_leftovers):
+    repo = tmp_path / "models"
+    repository.add_model(repo, repository.config_from_onnx("good", tiny_onnx), tiny_onnx)
+    repository.add_model(repo, repository.config_from_onnx("broken", tiny_onnx), tiny_onnx)
+    (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx file")
+    server = TritonServer(repo, "local", startup_timeout=120)
+    with pytest.raises(ServerError, match=r"model 'broken'") as info:
+        server.start()
+    assert "last" in str(info.value) and "tritonserver.log" in str(info.value)
+    assert not server.running
+
+
+def test_busy_port_is_reported_before_starting(tmp_path, tiny_repo):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        server = TritonServer(tiny_repo, RuntimeChoice("docker", "test"), http_port=port, grpc_port=port + 1,
+                              metrics_port=port + 2)
+        with pytest.raises(ServerError, match=f"port {port} on 127.0.0.1 is busy"):
+            server.start()
+
+
+def test_exception_inside_with_block_stops_server(tiny_repo, no_leftovers):
+    with pytest.raises(RuntimeError, match="boom"):
+        with TritonServer(tiny_repo, "local") as server:
+            assert server.running
+            raise RuntimeError("boom")
+    assert not server.running
+
+
+def test_killed_parent_leaves_nothing_running(tiny_repo, tmp_path, no_leftovers):
+    """A kernel restart kills the Python process without running any clean-up: the server must still go."""
+    script = tmp_path / "parent.py"
+    script.write_text(textwrap.dedent(f"""
+        from helpers.server import TritonServer
+        server = TritonServer({str(tiny_repo)!r}, "local").start()
+        print("PID", server._proc.pid, flush=True)
+        import time; time.sleep(600)
+    """))
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    line = ""
+    while not line.startswith("PID"):
+        line = parent.stdout.readline()
+        assert line or parent.poll() is None, "parent exited before the server was ready"
+    server_pid = int(line.split()[1])
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(p.pid == server_pid for p in triton_processes()):
+        time.sleep(0.5)
+    assert not any(p.pid == server_pid for p in triton_processes())
+
+
+def test_missing_repository_is_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="model repository must be a folder"):
+        TritonServer(tmp_path / "nowhere", "local")
