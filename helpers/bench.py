@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -49,3 +50,25 @@ def throughput(fn: Callable[[], object], batch_size: int, *, seconds: float = 5.
         fn()
         calls += 1
     return calls * batch_size / (time.perf_counter() - start)
+
+
+def artifact_runner(path: str | Path, device: str = "cpu") -> Callable[[np.ndarray], np.ndarray]:
+    """A function running an ONNX (ONNX Runtime, CPU) or TorchScript file in this process on one input batch."""
+    path = Path(path)
+    if path.suffix == ".onnx":
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        name = session.get_inputs()[0].name
+        return lambda batch: session.run(None, {name: batch})[0]
+    if path.suffix not in (".pt", ".ts"):
+        raise ValueError(f"artifact must be .onnx, .pt or .ts to run in this process; got {path.name}")
+    import torch
+
+    module = torch.jit.load(str(path), map_location=device).eval()
+
+    def run(batch: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return module(torch.from_numpy(batch).to(device)).cpu().numpy()  # .cpu() waits for the GPU
+
+    return run

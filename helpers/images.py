@@ -9,7 +9,7 @@ import numpy as np
 
 ARTICLE_IMAGE_URL = "https://images.dog.ceo/breeds/retriever-golden/n02099601_3004.jpg"
 # Photos that ship inside scikit-image, so tests and offline runs need no network.
-SKIMAGE_SAMPLES = ("chelsea", "astronaut", "coffee", "rocket", "cat", "immunohistochemistry")
+SKIMAGE_SAMPLES = ("chelsea", "astronaut", "coffee", "rocket", "hubble_deep_field", "immunohistochemistry")
 
 
 def _skimage(name: str) -> np.ndarray:

@@ -114,6 +114,13 @@ def to_text(config: mc.ModelConfig) -> str:
     return text_format.MessageToString(config)
 
 
+def from_server(config_json: dict) -> mc.ModelConfig:
+    """The JSON config a server returns (tritonclient get_model_config) as a ModelConfig, to print as pbtxt."""
+    from google.protobuf import json_format
+
+    return json_format.ParseDict(config_json.get("config", config_json), mc.ModelConfig(), ignore_unknown_fields=True)
+
+
 def read_config(path: str | Path) -> mc.ModelConfig:
     """Parse a config.pbtxt (or the model folder that holds one) into a ModelConfig."""
     path = Path(path)

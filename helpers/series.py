@@ -42,12 +42,12 @@ def profile_parameters(profile: str | None, notebook: str) -> dict:
     return {**(entry.get("all") or {}), **(entry.get(notebook) or {})}
 
 
-def save_results(run_dir: str | Path, notebook: str, results: dict) -> Path:
+def save_results(run_dir: str | Path, notebook: str, results: dict) -> None:
     """Store a notebook's key numbers as results/<notebook>.json in the run folder, for the report."""
     path = Path(run_dir) / "results" / f"{notebook}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2, default=str))
-    return path
+    print(f"results saved to {path}")
 
 
 def write_report(run_dir: Path, rows: list[dict]) -> Path:
