@@ -3,6 +3,7 @@
 Copied as `model.py` into a served model's version folder by helpers.server; reads its config parameters:
 ARTIFACT (file in the version folder), ARTIFACT_FORMAT (onnx | torchscript), DEVICE (cpu | cuda).
 Requests that Triton's dynamic batcher hands over together are concatenated and run as one batch.
+The model runs three times on zeros when it loads, so that the first measured requests are not warm-up.
 """
 import json
 import os
@@ -42,6 +43,13 @@ class TritonPythonModel:
             self.run = run
         else:
             raise pb_utils.TritonModelException(f"ARTIFACT_FORMAT must be onnx or torchscript; got {fmt!r}")
+        # Warm up (TorchScript optimizes on its first calls, CUDA initializes lazily) so that the first measured
+        # requests are not the slowest.
+        batch = [1] if self.batched else []
+        zeros = [np.zeros(batch + [max(int(d), 1) for d in t["dims"]], pb_utils.triton_string_to_numpy(t["data_type"]))
+                 for t in config["input"]]
+        for _ in range(3):
+            self.run(zeros)
 
     def execute(self, requests):
         per_request = [[pb_utils.get_input_tensor_by_name(r, n).as_numpy() for n in self.input_names]

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs ResNet18 notebooks on a GPU machine that has PyTorch with CUDA but neither Docker nor TensorRT (local
+# runtime, device cuda, the `gpu-local` profile), as recorded in docs/benchmarks.md.
+#
+#   scripts/gpu_local_run.sh RUN_DIR [NOTEBOOK_PREFIX ...]     (default notebooks: 10 11 12 13)
+#
+# Needs importable: torch (CUDA), torchvision, onnx, onnxruntime, pandas, matplotlib, scikit-image, psutil, pyyaml,
+# tqdm, tritonclient, papermill, ipykernel; a Triton server ($TRITON_SERVER_BIN or on PATH) and perf_analyzer on
+# PATH. `source .device-kit/activate.sh` (from ../shared/tools/device-kit) provides the last four.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUN_DIR=${1:?usage: $0 RUN_DIR [NOTEBOOK_PREFIX ...]}
+shift
+VENV=${VENV:-/tmp/gpu-venv}
+# Triton's Python backend activates EXECUTION_ENV_PATH/bin/activate: give the system Python a venv that sees its packages.
+[ -x "$VENV/bin/python" ] || python3 -m venv --system-site-packages "$VENV"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+[ $# -gt 0 ] || set -- 10 11 12 13
+exec "$VENV/bin/python" -m helpers.series --profile gpu-local --run-dir "$RUN_DIR" --only "$@"
