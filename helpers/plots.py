@@ -1,12 +1,14 @@
 """Plots the notebooks show and save: predictions, latency bars, throughput and p99 against concurrency."""
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 
 def _save(fig, path: str | Path | None):
@@ -55,6 +57,7 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
     for ax in (ax_t, ax_p):
         ax.grid(alpha=0.3)
         ax.legend()
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, path)
@@ -72,8 +75,9 @@ def bars_at(results: Mapping[str, pd.DataFrame], concurrency: int, title: str, p
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"][:len(labels)]
     for ax, column, unit in ((ax_t, "throughput", "infer/s"), (ax_p, "p99_ms", "ms")):
         values = [rows[label][column] for label in labels]
-        bars = ax.bar(labels, values, color=colors)
+        bars = ax.bar([textwrap.fill(label, 16) for label in labels], values, color=colors)
         ax.bar_label(bars, fmt="%.1f")
+        ax.margins(y=0.15)
         ax.set_ylabel(f"{column.replace('_ms', '')} ({unit})")
     ax_t.set_title(f"throughput at concurrency {concurrency}")
     ax_p.set_title(f"p99 latency at concurrency {concurrency}")

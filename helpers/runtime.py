@@ -23,10 +23,11 @@ def _ok(cmd: list[str], timeout: float = 15) -> tuple[bool, str]:
 
 
 def nvidia_gpu() -> tuple[bool, str]:
-    """Whether `nvidia-smi` sees a GPU, with its first GPU line or the reason it does not."""
+    """Whether `nvidia-smi` sees a GPU, with its name, driver and memory, or the reason it does not."""
     if not shutil.which("nvidia-smi"):
         return False, "nvidia-smi not found"
-    return _ok(["nvidia-smi", "-L"])
+    ok, line = _ok(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
+    return ok, (f"{line} (name, driver, memory)" if ok else line)
 
 
 def docker_engine() -> tuple[bool, str]:

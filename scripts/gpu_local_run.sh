@@ -13,7 +13,7 @@ RUN_DIR=${1:?usage: $0 RUN_DIR [NOTEBOOK_PREFIX ...]}
 shift
 VENV=${VENV:-/tmp/gpu-venv}
 # Triton's Python backend activates EXECUTION_ENV_PATH/bin/activate: give the system Python a venv that sees its packages.
-[ -x "$VENV/bin/python" ] || python3 -m venv --system-site-packages "$VENV"
+[ -x "$VENV/bin/python" ] || python3 -m venv --without-pip --system-site-packages "$VENV"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 [ $# -gt 0 ] || set -- 10 11 12 13
 exec "$VENV/bin/python" -m helpers.series --profile gpu-local --run-dir "$RUN_DIR" --only "$@"
