@@ -11,8 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN_DIR=${1:?usage: $0 RUN_DIR [NOTEBOOK_PREFIX ...]}
 shift
-VENV=${VENV:-/tmp/gpu-venv}
-# Triton's Python backend activates EXECUTION_ENV_PATH/bin/activate: give the system Python a venv that sees its packages.
+# Triton's Python backend activates EXECUTION_ENV_PATH/bin/activate, so the notebooks must run from a virtual
+# environment: python3's own when it is one, else a new one that sees the system's packages.
+OWN=$(python3 -c 'import sys; print(sys.prefix if sys.prefix != sys.base_prefix else "")')
+VENV=${VENV:-${OWN:-/tmp/gpu-venv}}
 [ -x "$VENV/bin/python" ] || python3 -m venv --without-pip --system-site-packages "$VENV"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 [ $# -gt 0 ] || set -- 10 11 12 13
