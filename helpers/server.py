@@ -157,7 +157,7 @@ class TritonServer:
         if self.runtime.name == "docker":
             return ngc.docker_run(
                 ngc.image("tritonserver", self.tag),
-                ["tritonserver", "--model-repository=/models", *poll],
+                ["tritonserver", "--model-repository=/models", "--exit-timeout-secs=10", *poll],
                 volumes={self.repository: "/models"}, ports={self.http_port: 8000, self.grpc_port: 8001,
                                                              self.metrics_port: 8002},
                 host=self.host, gpus=self.gpus, name=self._container,
@@ -166,7 +166,7 @@ class TritonServer:
         return [str(local.binary), f"--model-repository={self.workdir / 'models'}",
                 f"--backend-directory={local.backend_dir}", f"--http-address={self.host}",
                 f"--http-port={self.http_port}", f"--grpc-address={self.host}", f"--grpc-port={self.grpc_port}",
-                f"--metrics-port={self.metrics_port}", "--exit-on-error=false", *poll]
+                f"--metrics-port={self.metrics_port}", "--exit-on-error=false", "--exit-timeout-secs=10", *poll]
 
     def start(self) -> TritonServer:
         """Start the server and wait until it and every model in the repository are ready."""

@@ -25,7 +25,7 @@ def test_server_docker_command_publishes_on_localhost_with_absolute_volume(tmp_p
         "-p", "127.0.0.1:8000:8000", "-p", "127.0.0.1:8001:8001", "-p", "127.0.0.1:8002:8002",
         "-v", f"{(tmp_path / 'models').resolve()}:/models", "--ipc=host",
         "nvcr.io/nvidia/tritonserver:24.05-py3",
-        "tritonserver", "--model-repository=/models", "--model-control-mode=poll", "--repository-poll-secs=30"]
+        "tritonserver", "--model-repository=/models", "--exit-timeout-secs=10", "--model-control-mode=poll", "--repository-poll-secs=30"]
 
 
 def test_docker_volume_must_exist(tmp_path):
