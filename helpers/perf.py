@@ -23,6 +23,10 @@ class PerfAnalyzerNotFound(RuntimeError):
     """No perf_analyzer binary usable on this machine."""
 
 
+class UnstableMeasurement(RuntimeError):
+    """perf_analyzer could not get measurements within --stability-percentage in --max-trials windows."""
+
+
 @dataclass
 class PerfAnalyzer:
     """A perf_analyzer binary with the environment it needs (libcudart.so.12, libb64)."""
@@ -129,6 +133,10 @@ def run(model: str, url: str, csv_file: str | Path, *, docker_tag: str | None = 
             bar.n = len(levels)
             bar.refresh()
     log_file.write_text("".join(lines))
+    if any("Failed to obtain stable measurement" in ln for ln in lines):
+        raise UnstableMeasurement(f"perf_analyzer found no stable measurement for {model!r} with "
+                                  f"{ngc.as_shell(args)}: lengthen --measurement-interval or loosen "
+                                  "--stability-percentage")
     failed = [ln for ln in lines if re.search(r"had error|Failed to|failed", ln)]
     if proc.returncode != 0 or not csv_file.exists() or failed:
         raise RuntimeError(f"perf_analyzer failed (exit {proc.returncode}) for model {model!r}; command:\n"
