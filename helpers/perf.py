@@ -65,6 +65,14 @@ def find_perf_analyzer() -> PerfAnalyzer:
     raise PerfAnalyzerNotFound(INSTALL_HINT)
 
 
+def require_perf_analyzer() -> PerfAnalyzer:
+    """find_perf_analyzer, or stop the notebook with the one instruction that fixes it (no stack trace)."""
+    try:
+        return find_perf_analyzer()
+    except PerfAnalyzerNotFound as exc:
+        raise SystemExit(str(exc)) from None
+
+
 def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str = "1:16:1", batch_size: int = 1,
               measurement_interval_ms: int = 5000, max_trials: int = 10, stability_percentage: int = 10,
               shared_memory: str = "none", csv_file: str | None = None, percentile: int | None = None) -> list[str]:

@@ -97,3 +97,11 @@ def test_optimized_stand_in_per_world():
     assert convert.optimized_stand_in("docker", "cuda")[0] == "resnet18_trt"
     assert convert.optimized_stand_in("local", "cuda")[0] == "resnet18_fp16"
     assert convert.optimized_stand_in("local", "cpu")[0] == "resnet18_onnx"
+
+
+def test_missing_perf_analyzer_gives_one_instruction(tmp_path, monkeypatch):
+    monkeypatch.setenv("PERF_ANALYZER_BIN", str(tmp_path / "perf_analyzer"))
+    with pytest.raises(perf.PerfAnalyzerNotFound, match="PERF_ANALYZER_BIN points to .* which does not exist"):
+        perf.find_perf_analyzer()
+    with pytest.raises(SystemExit, match="does not exist"):
+        perf.require_perf_analyzer()
