@@ -107,16 +107,8 @@ def concurrency_levels(concurrency: str) -> list[int]:
     return list(range(start, end + 1, step))
 
 
-def run(model: str, url: str, csv_file: str | Path, *, docker_tag: str | None = None,
-        log_file: str | Path | None = None, progress: bool = True, **kwargs) -> pd.DataFrame:
-    """Run a perf_analyzer sweep against a running server with a progress bar; return the parsed CSV.
-
-    With docker_tag, perf_analyzer runs from the NGC SDK image of that tag (host network), else locally.
-    """
-    from tqdm.auto import tqdm
-
-    csv_file = Path(csv_file).resolve()
-    csv_file.parent.mkdir(parents=True, exist_ok=True)
+def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwargs: dict) -> list[str]:
+    """One perf_analyzer invocation; returns its output lines, raises when it fails or never stabilizes."""
     if docker_tag:
         args = perf_args(model, url, csv_file=f"/results/{csv_file.name}", **kwargs)
         command, env = docker_command(args, docker_tag, results_dir=csv_file.parent), {}
@@ -124,32 +116,49 @@ def run(model: str, url: str, csv_file: str | Path, *, docker_tag: str | None = 
         pa = find_perf_analyzer()
         args = perf_args(model, url, csv_file=str(csv_file), **kwargs)
         command, env = [str(pa.binary), *args], pa.env
-    levels = concurrency_levels(kwargs.get("concurrency", "1:16:1"))
-    log_file = Path(log_file) if log_file else csv_file.with_suffix(".log")
-    lines: list[str] = []
-    with tqdm(total=len(levels), desc=f"perf_analyzer {model}", unit="level", disable=not progress) as bar, \
-            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env={**os.environ, **env}) as proc:
-        for line in proc.stdout:
-            lines.append(line)
-            level = re.match(r"Request concurrency: (\d+)", line)
-            if level:  # a new level starts: the previous one is measured
-                bar.n = levels.index(int(level.group(1))) if int(level.group(1)) in levels else bar.n
-                bar.set_postfix_str(f"concurrency {level.group(1)}")
-                bar.refresh()
-        if proc.wait() == 0:
-            bar.n = len(levels)
-            bar.refresh()
-    log_file.write_text("".join(lines))
+    out = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env={**os.environ, **env})
+    lines = out.stdout.splitlines(keepends=True)
     if any("Failed to obtain stable measurement" in ln for ln in lines):
-        raise UnstableMeasurement(f"perf_analyzer found no stable measurement for {model!r} with "
-                                  f"{ngc.as_shell(args)}: lengthen --measurement-interval or loosen "
+        raise UnstableMeasurement(f"perf_analyzer found no stable measurement for {model!r} at concurrency "
+                                  f"{kwargs.get('concurrency')}: lengthen --measurement-interval or loosen "
                                   "--stability-percentage")
-    failed = [ln for ln in lines if re.search(r"had error|Failed to|failed", ln)]
-    if proc.returncode != 0 or not csv_file.exists() or failed:
-        raise RuntimeError(f"perf_analyzer failed (exit {proc.returncode}) for model {model!r}; command:\n"
+    if out.returncode != 0 or not csv_file.exists() or any(re.search(r"had error|Failed to|failed", ln) for ln in lines):
+        raise RuntimeError(f"perf_analyzer failed (exit {out.returncode}) for model {model!r}; command:\n"
                            f"  {ngc.as_shell(command)}\n" + "".join(lines[-25:]))
-    return parse_csv(csv_file)
+    return lines
+
+
+def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:1", docker_tag: str | None = None,
+        progress: bool = True, **kwargs) -> pd.DataFrame:
+    """Measure each concurrency level of `start:end:step` with perf_analyzer, with a progress bar.
+
+    Returns one row per level (perf_analyzer's CSV, parsed); a level that never stabilizes is kept with
+    stable=False and no numbers, so one noisy level does not lose the sweep. Raises when no level is stable.
+    Each level's output goes to <csv>.log; with docker_tag, perf_analyzer runs from the NGC SDK image.
+    """
+    from tqdm.auto import tqdm
+
+    csv_file = Path(csv_file).resolve()
+    csv_file.parent.mkdir(parents=True, exist_ok=True)
+    rows, log = [], []
+    for level in tqdm(concurrency_levels(concurrency), desc=f"perf_analyzer {model}", unit="level",
+                      disable=not progress):
+        level_csv = csv_file.with_name(f"{csv_file.stem}_c{level}.csv")
+        try:
+            log += _run_level(model, url, level_csv, docker_tag, {**kwargs, "concurrency": str(level)})
+            rows.append(parse_csv(level_csv).assign(stable=True))
+            level_csv.unlink()
+        except UnstableMeasurement as exc:
+            log.append(f"{exc}\n")
+            rows.append(pd.DataFrame({"concurrency": [level], "stable": [False]}))
+    csv_file.with_suffix(".log").write_text("".join(log))
+    table = pd.concat(rows, ignore_index=True)
+    if not table["stable"].any():
+        raise UnstableMeasurement(f"no concurrency level of {concurrency} was stable for {model!r}; "
+                                  f"see {csv_file.with_suffix('.log')}")
+    table.to_csv(csv_file, index=False)
+    return table
 
 
 _COLUMNS = {"Concurrency": "concurrency", "Inferences/Second": "throughput", "Client Send": "client_send_us",
@@ -161,8 +170,10 @@ _COLUMNS = {"Concurrency": "concurrency", "Inferences/Second": "throughput", "Cl
 
 
 def parse_csv(path: str | Path) -> pd.DataFrame:
-    """perf_analyzer's -f CSV as a table: throughput (infer/s), latencies in ms, server queue/compute split."""
+    """perf_analyzer's -f CSV (or a sweep that `run` saved) as a table: infer/s, latencies in ms, queue/compute split."""
     raw = pd.read_csv(path)
+    if {"concurrency", "throughput", "stable"} <= set(raw.columns):  # already parsed and saved by run()
+        return raw
     missing = [c for c in ("Concurrency", "Inferences/Second", "p99 latency") if c not in raw.columns]
     if missing:
         raise ValueError(f"{path} is not a perf_analyzer CSV: columns {missing} missing; found {list(raw.columns)}")

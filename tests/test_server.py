@@ -62,9 +62,13 @@ def test_perf_analyzer_against_real_server(tiny_repo, tmp_path, no_leftovers):
     with TritonServer(tiny_repo, "local") as server:
         table = perf.run("tiny", server.grpc_url, tmp_path / "tiny.csv", concurrency="1:2:1",
                          measurement_interval_ms=800, max_trials=5, stability_percentage=50, progress=False)
-    assert list(table["concurrency"]) == [1, 2]
+        with pytest.raises(perf.UnstableMeasurement, match="no concurrency level of 1 was stable"):
+            perf.run("tiny", server.grpc_url, tmp_path / "never.csv", concurrency="1", measurement_interval_ms=300,
+                     max_trials=3, stability_percentage=0, progress=False)
+    assert list(table["concurrency"]) == [1, 2] and table["stable"].all()
     assert (table["throughput"] > 0).all() and (table["p99_ms"] >= table["p50_ms"]).all()
     assert {"queue_ms", "compute_infer_ms", "compute_ms"} <= set(table.columns)
+    assert perf.parse_csv(tmp_path / "tiny.csv")["concurrency"].tolist() == [1, 2]
 
 
 def test_model_that_fails_to_load_is_named_with_log_tail(tmp_path, tiny_onnx, no_leftovers):
