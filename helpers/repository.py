@@ -212,9 +212,13 @@ def validate(config: mc.ModelConfig, artifact: str | Path) -> None:
                              f"backend {config.backend!r} against {artifact.name}")
 
 
-def add_model(repository: str | Path, config: mc.ModelConfig, artifact: str | Path, version: int = 1) -> Path:
-    """Validate, then write `<repository>/<name>/config.pbtxt` and copy the artifact into its version folder."""
-    validate(config, artifact)
+def add_model(repository: str | Path, config: mc.ModelConfig, artifact: str | Path, version: int = 1,
+              check: bool = True) -> Path:
+    """Validate (unless check=False), then write `<name>/config.pbtxt` and copy the artifact into its version folder."""
+    if check:
+        validate(config, artifact)
+    elif not Path(artifact).exists():
+        raise FileNotFoundError(f"model '{config.name}': artifact {artifact} does not exist")
     model_dir = Path(repository) / config.name
     version_dir = model_dir / str(version)
     version_dir.mkdir(parents=True, exist_ok=True)
