@@ -62,7 +62,8 @@ def prepare_served_repository(source: Path, target: Path, backends: list[str]) -
                                  f"the {backend} backend is missing here and nothing else can run a {config.platform} file"))
             continue
         filename = config.default_model_filename or DEFAULT_FILENAME[config.platform]
-        device = "cuda" if any(g.kind == g.KIND_GPU for g in config.instance_group) else "cpu"
+        wants_gpu = any(g.kind == g.KIND_GPU for g in config.instance_group)
+        device = "cuda" if wants_gpu and _FORMAT[config.platform] == "torchscript" else "cpu"  # ORT here is CPU-only
         standin = type(config)()
         standin.CopyFrom(config)
         standin.platform, standin.backend = "", "python"
