@@ -128,3 +128,15 @@ def test_killed_parent_leaves_nothing_running(tiny_repo, tmp_path, no_leftovers)
 def test_missing_repository_is_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="model repository must be a folder"):
         TritonServer(tmp_path / "nowhere", "local")
+
+
+def test_engine_without_tensorrt_backend_is_listed_not_served(tiny_repo, no_leftovers):
+    config = repository.build_config("engine", "tensorrt_plan", [repository.TensorSpec("X", "FP32", (-1, 8))],
+                                     [repository.TensorSpec("Y", "FP32", (-1, 4))], max_batch_size=8,
+                                     instance_kind="KIND_GPU")
+    (tiny_repo / "engine.plan").write_bytes(b"stands for a serialized engine")
+    repository.add_model(tiny_repo, config, tiny_repo / "engine.plan", check=False)
+    with TritonServer(tiny_repo, "local") as server:
+        how = {s.name: s.how for s in server.served}
+        assert how == {"engine": "not served", "tiny": "python stand-in"}
+        assert tc.connect(server.url).is_model_ready("tiny")
