@@ -55,28 +55,29 @@ def test_fixed_batch_under_max_batch_size_is_refused(tmp_path):
         repository.validate(config, path)
 
 
-def test_torchscript_saved_as_plan_is_refused(tmp_path):
-    module = torch.jit.trace(torch.nn.Linear(8, 4).eval(), torch.zeros(1, 8))
-    path = tmp_path / "model.plan"
-    module.save(str(path))
-    config = repository.build_config("trt", "tensorrt_plan", [repository.TensorSpec("INPUT__0", "FP32", (-1, 8))],
-                                     [repository.TensorSpec("OUTPUT__0", "FP32", (-1, 4))], max_batch_size=8)
+@pytest.fixture
+def linear_torchscript(tmp_path):
+    """A traced Linear(8 -> 4) saved as TorchScript (a zip archive, whatever its file name)."""
+    path = tmp_path / "linear.pt"
+    torch.jit.trace(torch.nn.Linear(8, 4).eval(), torch.zeros(1, 8)).save(str(path))
+    return path
+
+
+def _linear_config(platform: str, classes: int = 4):
+    return repository.build_config("m", platform, [repository.TensorSpec("INPUT__0", "FP32", (-1, 8))],
+                                   [repository.TensorSpec("OUTPUT__0", "FP32", (-1, classes))], max_batch_size=8)
+
+
+def test_torchscript_saved_as_plan_is_refused(linear_torchscript):
+    plan = linear_torchscript.rename(linear_torchscript.with_name("model.plan"))
     with pytest.raises(repository.ConfigMismatch, match="zip archive"):
-        repository.validate(config, path)
+        repository.validate(_linear_config("tensorrt_plan"), plan)
 
 
-def test_torchscript_checked_by_running_it(tmp_path):
-    module = torch.jit.trace(torch.nn.Linear(8, 4).eval(), torch.zeros(1, 8))
-    path = tmp_path / "model.pt"
-    module.save(str(path))
-    spec_in = [repository.TensorSpec("INPUT__0", "FP32", (-1, 8))]
-    good = repository.build_config("ts", "pytorch_libtorch", spec_in, [repository.TensorSpec("OUTPUT__0", "FP32", (-1, 4))],
-                                   max_batch_size=8)
-    repository.validate(good, path)
-    bad = repository.build_config("ts", "pytorch_libtorch", spec_in, [repository.TensorSpec("OUTPUT__0", "FP32", (-1, 1000))],
-                                  max_batch_size=8)
+def test_torchscript_checked_by_running_it(linear_torchscript):
+    repository.validate(_linear_config("pytorch_libtorch"), linear_torchscript)
     with pytest.raises(repository.ConfigMismatch, match="OUTPUT__0"):
-        repository.validate(bad, path)
+        repository.validate(_linear_config("pytorch_libtorch", classes=1000), linear_torchscript)
 
 
 def test_derive_changes_batching_and_instances_only(tmp_path, tiny_repo):
