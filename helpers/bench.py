@@ -56,11 +56,10 @@ def artifact_runner(path: str | Path, device: str = "cpu") -> Callable[[np.ndarr
     """A function running an ONNX (ONNX Runtime, CPU) or TorchScript file in this process on one input batch."""
     path = Path(path)
     if path.suffix == ".onnx":
-        import onnxruntime as ort
+        from .export import onnx_session, run_onnx
 
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        name = session.get_inputs()[0].name
-        return lambda batch: session.run(None, {name: batch})[0]
+        session = onnx_session(path)
+        return lambda batch: run_onnx(session, batch)
     if path.suffix not in (".pt", ".ts"):
         raise ValueError(f"artifact must be .onnx, .pt or .ts to run in this process; got {path.name}")
     import torch

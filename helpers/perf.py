@@ -55,13 +55,12 @@ def find_perf_analyzer() -> PerfAnalyzer:
     on_path = shutil.which("perf_analyzer")
     for path, source in ((on_path, "perf_analyzer on PATH"), (unpacked, "tritonclient 2.50.0 wheel, unpacked by setup")):
         if path and Path(path).exists():
-            candidate = PerfAnalyzer(Path(path), source, env)
             ok = subprocess.run([str(path), "--version"], capture_output=True, text=True, env={**os.environ, **env})
             if "error while loading shared libraries" in ok.stderr:
                 missing = re.search(r"loading shared libraries: (\S+?):", ok.stderr)
                 raise PerfAnalyzerNotFound(f"{path} cannot start: {missing.group(1) if missing else ok.stderr.strip()} "
                                            "is missing; `./tutorial setup` installs it into the environment")
-            return candidate
+            return PerfAnalyzer(Path(path), source, env)
     raise PerfAnalyzerNotFound(INSTALL_HINT)
 
 

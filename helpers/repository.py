@@ -69,6 +69,16 @@ def onnx_io(path: str | Path) -> tuple[list[TensorSpec], list[TensorSpec]]:
     return [spec(v) for v in model.graph.input if v.name not in inits], [spec(v) for v in model.graph.output]
 
 
+def set_dynamic_batching(config: mc.ModelConfig, preferred_batch_sizes: Sequence[int] | None,
+                         max_queue_delay_us: int | None) -> None:
+    """Replace the config's dynamic_batching block; refused for an unbatched model (max_batch_size 0)."""
+    if config.max_batch_size == 0:
+        raise ValueError(f"model '{config.name}' has max_batch_size 0; dynamic batching needs a batch dimension")
+    config.dynamic_batching.Clear()
+    config.dynamic_batching.preferred_batch_size.extend(preferred_batch_sizes or [])
+    config.dynamic_batching.max_queue_delay_microseconds = max_queue_delay_us or 0
+
+
 def build_config(
     name: str,
     platform: str,
@@ -93,10 +103,7 @@ def build_config(
             field.add(name=s.name, data_type=mc.DataType.Value(f"TYPE_{s.dtype}"), dims=list(dims))
     config.instance_group.add(kind=mc.ModelInstanceGroup.Kind.Value(instance_kind), count=instance_count)
     if preferred_batch_sizes is not None or max_queue_delay_us is not None:
-        if max_batch_size == 0:
-            raise ValueError("dynamic batching needs max_batch_size > 0; got 0")
-        config.dynamic_batching.preferred_batch_size.extend(preferred_batch_sizes or [])
-        config.dynamic_batching.max_queue_delay_microseconds = max_queue_delay_us or 0
+        set_dynamic_batching(config, preferred_batch_sizes, max_queue_delay_us)
     return config
 
 
@@ -255,11 +262,7 @@ def derive(repository: str | Path, source: str, name: str, *, target: str | Path
     config = read_config(src_dir)
     config.name = name
     if preferred_batch_sizes is not None or max_queue_delay_us is not None:
-        if config.max_batch_size == 0:
-            raise ValueError(f"model '{source}' has max_batch_size 0; dynamic batching needs a batch dimension")
-        config.dynamic_batching.Clear()
-        config.dynamic_batching.preferred_batch_size.extend(preferred_batch_sizes or [])
-        config.dynamic_batching.max_queue_delay_microseconds = max_queue_delay_us or 0
+        set_dynamic_batching(config, preferred_batch_sizes, max_queue_delay_us)
     if instance_count is not None:
         if instance_count < 1:
             raise ValueError(f"instance_count must be >= 1; got {instance_count}")
