@@ -124,13 +124,14 @@ class TritonServer:
     def __init__(self, model_repository: str | Path, runtime: str | RuntimeChoice = "auto", *,
                  tag: str = ngc.NGC_TAG, host: str = "127.0.0.1", http_port: int | None = None,
                  grpc_port: int | None = None, metrics_port: int | None = None, poll_secs: int | None = 30,
-                 log_file: str | Path | None = None, startup_timeout: float = 180.0, gpus: str | None = "all"):
+                 log_file: str | Path | None = None, startup_timeout: float = 180.0, gpus: str | None = "all",
+                 quiet: bool = False):
         self.repository = Path(model_repository).resolve()
         if not self.repository.is_dir():
             raise FileNotFoundError(f"model repository must be a folder; {self.repository} is not")
         self.runtime = runtime if isinstance(runtime, RuntimeChoice) else choose_runtime(runtime)
         self.tag, self.host, self.poll_secs, self.gpus = tag, host, poll_secs, gpus
-        self.startup_timeout = startup_timeout
+        self.startup_timeout, self.quiet = startup_timeout, quiet
         self.workdir = Path(tempfile.mkdtemp(prefix="triton-"))
         self.log_file = Path(log_file) if log_file else self.workdir / "tritonserver.log"
         docker = self.runtime.name == "docker"
@@ -198,6 +199,8 @@ class TritonServer:
             self.stop()
             raise
         self.version = json.loads(_http("GET", f"http://{self.url}/v2")[1]).get("version", "?")
+        if self.quiet:
+            return self
         print(f"Triton {self.version} ready in {time.monotonic() - started:.1f} s: http://{self.url}  "
               f"grpc {self.grpc_url}  ({self.runtime.name}; log {self.log_file})")
         for s in self.served:
