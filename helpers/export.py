@@ -111,21 +111,42 @@ def half_precision(model):
     return HalfPrecision(model)
 
 
-def to_torchscript(model, path: str | Path, *, device: str = "cpu", fp16: bool = False,
-                   example_batch: int = 1) -> Path:
-    """Trace a torch model (optionally FP16 inside, FP32 at its edges) on `device` and save it as TorchScript."""
+def to_torchscript(model, path: str | Path, *, device: str = "cpu", fp16: bool = False, freeze: bool = False,
+                   channels_last: bool = False, example_batch: int = 1) -> Path:
+    """Trace a torch model on `device` and save it as TorchScript; optionally FP16 inside (FP32 at its edges),
+    NHWC (channels_last) memory inside, and frozen (weights as constants, batch norm folded into convolutions)."""
     import torch
 
     if fp16 and device == "cpu":
         raise ValueError("fp16 TorchScript needs device='cuda'; CPU kernels for FP16 convolutions are slow or missing")
     module = (half_precision(model) if fp16 else model).to(device).eval()
+    if channels_last:
+        module = nhwc(module)
     example = torch.randn(example_batch, 3, 224, 224, device=device)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with torch.inference_mode():
         traced = torch.jit.trace(module, example)
+    if freeze:
+        # torch.jit.optimize_for_inference would go further, but its graph (MKLDNN ops on CPU) does not load again
+        traced = torch.jit.freeze(traced.eval())
     traced.save(str(path))
     return path
+
+
+def nhwc(model):
+    """Wrap a torch model so its convolutions run on channels_last (NHWC) memory, faster on tensor cores; NCHW edges."""
+    import torch
+
+    class ChannelsLast(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner.to(memory_format=torch.channels_last)
+
+        def forward(self, x):
+            return self.inner(x.contiguous(memory_format=torch.channels_last))
+
+    return ChannelsLast(model)
 
 
 def torch_to_onnx(model, path: str | Path, *, input_name: str = "INPUT__0", output_name: str = "OUTPUT__0",

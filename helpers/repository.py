@@ -79,6 +79,17 @@ def set_dynamic_batching(config: mc.ModelConfig, preferred_batch_sizes: Sequence
     config.dynamic_batching.max_queue_delay_microseconds = max_queue_delay_us or 0
 
 
+def add_warmup(config: mc.ModelConfig, batch_size: int = 1) -> None:
+    """Have the server run the model once on zeros as it loads: a model that cannot run its declared inputs then
+    fails to load (named, with the reason), and the first measured requests are not the framework's warm-up."""
+    config.ClearField("model_warmup")
+    warmup = config.model_warmup.add(name="zeros", batch_size=batch_size if config.max_batch_size > 0 else 1)
+    for t in config.input:
+        warmup.inputs[t.name].data_type = t.data_type
+        warmup.inputs[t.name].dims.extend(t.dims)
+        warmup.inputs[t.name].zero_data = True
+
+
 def build_config(
     name: str,
     platform: str,
@@ -91,7 +102,8 @@ def build_config(
     preferred_batch_sizes: Sequence[int] | None = None,
     max_queue_delay_us: int | None = None,
 ) -> mc.ModelConfig:
-    """A ModelConfig from tensor specs; with max_batch_size > 0 the first (batch) dimension is left out of dims."""
+    """A ModelConfig from tensor specs; with max_batch_size > 0 the first (batch) dimension is left out of dims.
+    TorchScript configs get a zero-input warm-up (add_warmup)."""
     if platform not in DEFAULT_FILENAME:
         raise ValueError(f"platform must be one of {sorted(DEFAULT_FILENAME)}; got {platform!r}")
     if max_batch_size < 0:
@@ -104,6 +116,8 @@ def build_config(
     config.instance_group.add(kind=mc.ModelInstanceGroup.Kind.Value(instance_kind), count=instance_count)
     if preferred_batch_sizes is not None or max_queue_delay_us is not None:
         set_dynamic_batching(config, preferred_batch_sizes, max_queue_delay_us)
+    if platform == "pytorch_libtorch":  # TorchScript declares no input types: let the server try them at load
+        add_warmup(config)
     return config
 
 

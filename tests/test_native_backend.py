@@ -1,0 +1,94 @@
+"""Triton's own PyTorch backend, built from source by `./tutorial setup`, serving TorchScript on this machine."""
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from helpers import client as tc
+from helpers import export, native_backends, repository
+from helpers.runtime import find_local_triton
+from helpers.server import ServerError, TritonServer
+
+IO = ([repository.TensorSpec("INPUT__0", "FP32", (-1, 3, 224, 224))],
+      [repository.TensorSpec("OUTPUT__0", "FP32", (-1, 1000))])
+
+
+@pytest.fixture(scope="module")
+def resnet18_pt(tmp_path_factory):
+    model, _ = export.torchvision_resnet18("random")
+    return export.to_torchscript(model, tmp_path_factory.mktemp("r18") / "model.pt")
+
+
+def test_setup_built_the_pytorch_backend():
+    local = find_local_triton()
+    assert "pytorch" in local.backends, (
+        f"no native PyTorch backend in {local.backend_dir}: `./tutorial setup` builds it "
+        "(python -m helpers.native_backends says why it could not)")
+    stamp = json.loads((local.backend_dir / "pytorch" / native_backends.STAMP).read_text())
+    assert stamp["branch"] == native_backends.release_branch(stamp["key"]["server"])
+
+
+def test_release_branch_matches_server_version():
+    assert native_backends.release_branch("2.51.0") == "r24.10"
+    assert native_backends.release_branch("2.46.0") == "r24.05"
+    assert native_backends.release_branch("2.53.0") == "r24.12"
+    assert native_backends.release_branch("2.54.0") == "r25.01"
+    with pytest.raises(ValueError, match="must look like '2.51.0'"):
+        native_backends.release_branch("24.10")
+
+
+def test_native_backend_serves_resnet18_exactly_as_in_process(tmp_path, resnet18_pt):
+    repo = tmp_path / "models"
+    repository.add_model(repo, repository.build_config("resnet18", "pytorch_libtorch", *IO, max_batch_size=16),
+                         resnet18_pt)
+    x = np.random.default_rng(0).standard_normal((16, 3, 224, 224)).astype(np.float32)
+    with TritonServer(repo, "local") as server:
+        assert [(s.how, s.detail) for s in server.served] == [("native", "pytorch backend")]
+        assert tc.connect(server.url).get_model_config("resnet18")["backend"] == "pytorch"
+        http = tc.connect(server.url)
+        for batch in (1, 4, 16):
+            served = tc.infer(http, "resnet18", x[:batch])["OUTPUT__0"]
+            np.testing.assert_array_equal(served, export.run_torchscript(resnet18_pt, x[:batch]))
+
+
+def test_dynamic_batching_forms_batches_on_the_native_backend(tmp_path, resnet18_pt):
+    repo = tmp_path / "models"
+    config = repository.build_config("resnet18", "pytorch_libtorch", *IO, max_batch_size=16,
+                                     preferred_batch_sizes=[8], max_queue_delay_us=50_000)
+    repository.add_model(repo, config, resnet18_pt)
+    x = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    with TritonServer(repo, "local") as server:
+        http = tc.connect(server.url)
+        before = http.get_inference_statistics("resnet18")["model_stats"][0]  # the load-time warm-up counts too
+        clients = [tc.connect(server.grpc_url, "grpc") for _ in range(8)]  # gRPC clients work from any thread
+        with ThreadPoolExecutor(8) as pool:
+            outs = list(pool.map(lambda c: tc.infer(c, "resnet18", x)["OUTPUT__0"], clients * 3))
+        after = http.get_inference_statistics("resnet18")["model_stats"][0]
+    assert all(np.array_equal(o, outs[0]) for o in outs)
+    inferences = after["inference_count"] - before["inference_count"]
+    executions = after["execution_count"] - before["execution_count"]
+    # 24 single-image requests run in fewer executions: the batcher merged them
+    assert inferences == 24 and executions < 24, (before, after)
+
+
+def test_torchscript_that_cannot_run_its_inputs_fails_to_load_and_is_named(tmp_path):
+    import torch
+
+    class Features(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.linear(x, torch.ones(1000, 8))  # wants [N, 8], not images
+
+    path = tmp_path / "features.pt"
+    torch.jit.trace(Features(), torch.zeros(1, 8)).save(str(path))
+    repo = tmp_path / "models"
+    repository.add_model(repo, repository.build_config("wrong_inputs", "pytorch_libtorch", *IO, max_batch_size=4),
+                         path, check=False)
+    started = time.monotonic()
+    with pytest.raises(ServerError, match=r"model 'wrong_inputs'") as info:
+        TritonServer(repo, "local", startup_timeout=60).start()
+    assert time.monotonic() - started < 30
+    assert "last" in str(info.value) and "lines of" in str(info.value)  # the log tail comes with it
