@@ -75,6 +75,10 @@ def check_inputs(info: ModelInfo, inputs: Mapping[str, np.ndarray]) -> None:
                              f"got {array.dtype}: cast with .astype(np.{numpy_dtype(datatype)})")
         if len(array.shape) != len(shape) or any(e not in (-1, a) for e, a in zip(shape, array.shape)):
             raise ValueError(f"model {info.name!r} input {name!r} has shape {shape} (-1: any); got {list(array.shape)}")
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            bad = int(array.size - np.isfinite(array).sum())
+            raise ValueError(f"model {info.name!r} input {name!r} has {bad} non-finite values (NaN or Inf) of "
+                             f"{array.size}: the server would answer with meaningless scores; fix the input first")
         if info.max_batch_size and array.shape[0] > info.max_batch_size:
             raise ValueError(f"model {info.name!r} takes batches of at most {info.max_batch_size}; "
                              f"got {array.shape[0]} in {name!r}")

@@ -72,6 +72,7 @@ def read_trtexec_outputs(path: str | Path) -> dict[str, np.ndarray]:
 def run_checked(args: Sequence[str], log_file: str | Path) -> None:
     """Run a container command, its output to `log_file`; raise with the log's tail when it fails."""
     log_file = Path(log_file)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "w") as log:
         code = subprocess.run(list(args), stdout=log, stderr=subprocess.STDOUT).returncode
     if code != 0:
@@ -99,8 +100,14 @@ def optimized_stand_in(runtime: str, device: str) -> tuple[str, str]:
     """(model name, why) of the 'optimized' ResNet18 the series can build with this runtime and device."""
     if runtime == "docker":
         return "resnet18_trt", "TensorRT FP16 engine (trtexec in the NGC TensorRT container), TensorRT backend"
-    if device == "cuda":
-        return "resnet18_fp16", ("no TensorRT here: an FP16 TorchScript model on CUDA stands in for the engine "
-                                 "(FP16 is most of what TensorRT buys on this network)")
-    return "resnet18_onnx", ("no GPU and no TensorRT here: the ONNX export run by ONNX Runtime on CPU stands in "
-                             "for the engine")
+    precision = "FP16 on CUDA" if device == "cuda" else "FP32 on CPU"
+    return "resnet18_opt", (f"no TensorRT here: the fastest TorchScript variant ({precision}) that notebook 12 "
+                            "measured on the server stands in for the engine")
+
+
+def torchscript_candidates(device: str) -> dict[str, dict[str, bool]]:
+    """Variants of the baseline TorchScript that may stand in for a TensorRT engine: name -> to_torchscript options."""
+    if device == "cuda":  # FP16 is most of what TensorRT buys on this network; NHWC feeds the tensor cores
+        return {"fp16": {"fp16": True}, "fp16_frozen": {"fp16": True, "freeze": True},
+                "fp16_nhwc_frozen": {"fp16": True, "freeze": True, "channels_last": True}}
+    return {"fp32_frozen": {"freeze": True}, "fp32_nhwc_frozen": {"freeze": True, "channels_last": True}}

@@ -54,14 +54,35 @@ def server_version(local: LocalTriton) -> str:
 
 
 def server_library(local: LocalTriton) -> Path:
-    """The libtritonserver the server binary loads (wheels rename it with a hash suffix), found with ldd."""
+    """The libtritonserver the server loads (wheels rename it with a hash suffix): ldd's answer for the binary, else
+    the library folders beside it (a wrapper script, as in some bundles, is no dynamic executable)."""
     env = {**os.environ, **local.env}
     out = subprocess.run(["ldd", str(local.binary.resolve())], capture_output=True, text=True, env=env).stdout
     for line in out.splitlines():
         m = re.match(r"\s*(libtritonserver\S*)\s+=>\s+(\S+)", line)
         if m and m.group(2) != "not":
             return Path(m.group(2))
-    raise BuildUnavailable(f"could not find the libtritonserver that {local.binary} loads (ldd printed:\n{out})")
+    root = local.binary.resolve().parent.parent
+    folders = [root / "lib", root / "triton" / "lib", local.backend_dir.parent / "lib",
+               *[Path(p) for p in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]]
+    for folder in folders:
+        found = sorted(folder.glob("libtritonserver*.so*")) if folder.is_dir() else []
+        if found:
+            return found[0]
+    raise BuildUnavailable(f"could not find the libtritonserver that {local.binary} loads; looked with ldd and in "
+                           f"{[str(f) for f in folders]}")
+
+
+def _loaded_library_dir(prefix: str) -> Path | None:
+    """The folder of a shared library this process has loaded (from /proc/self/maps), e.g. torch's libcudart."""
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        return None
+    for line in maps.read_text().splitlines():
+        path = line.split()[-1]
+        if Path(path).name.startswith(prefix):
+            return Path(path).parent
+    return None
 
 
 @dataclass
@@ -222,7 +243,13 @@ def pytorch_build(tools: Toolchain) -> BackendBuild:
         "TRITON_PYTORCH_ENABLE_TORCHVISION": "OFF",  # the PyPI torchvision has no C++ library
         "TRITON_PYTORCH_ENABLE_TORCHTRT": "OFF",
     }
-    return BackendBuild("pytorch", "pytorch_backend", "tritonpytorchbackend", options, [tools.torch_dir / "lib"])
+    lib_dirs = [tools.torch_dir / "lib"]
+    if tools.cuda:  # the CUDA runtime torch itself loaded, so that the backend and torch share one
+        import torch
+
+        torch.zeros(1, device="cuda")
+        lib_dirs += [d for d in [_loaded_library_dir("libcudart")] if d]
+    return BackendBuild("pytorch", "pytorch_backend", "tritonpytorchbackend", options, lib_dirs)
 
 
 BUILDERS = {"pytorch": pytorch_build}

@@ -160,6 +160,25 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
     return table
 
 
+def measure_level(model: str, url: str, csv_file: str | Path, concurrency: int, *, docker_tag: str | None = None,
+                  **kwargs) -> dict:
+    """One concurrency level as one row; a setting that never stabilizes comes back as stable=False, no numbers."""
+    try:
+        table = run(model, url, csv_file, concurrency=str(concurrency), docker_tag=docker_tag, progress=False, **kwargs)
+        return table.iloc[0].to_dict()
+    except UnstableMeasurement as exc:
+        print(f"{model} at concurrency {concurrency}: {exc}")
+        return {"concurrency": concurrency, "stable": False, "throughput": float("nan"), "p99_ms": float("nan")}
+
+
+def best(table: pd.DataFrame, p99_budget_ms: float | None = None) -> pd.Series | None:
+    """The stable row with the highest throughput (within the p99 budget when one is given), or None."""
+    ok = table[table["stable"].astype(bool)]
+    if p99_budget_ms is not None:
+        ok = ok[ok["p99_ms"] <= p99_budget_ms]
+    return None if ok.empty else ok.loc[ok["throughput"].idxmax()]
+
+
 _COLUMNS = {"Concurrency": "concurrency", "Inferences/Second": "throughput", "Client Send": "client_send_us",
             "Network+Server Send/Recv": "network_us", "Server Queue": "queue_us",
             "Server Compute Input": "compute_input_us", "Server Compute Infer": "compute_infer_us",

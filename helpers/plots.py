@@ -97,3 +97,27 @@ def effect(table: pd.DataFrame, x: str, title: str, path: str | Path | None = No
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, path)
+
+
+# Where one request's time goes, in the order it is spent (perf_analyzer's CSV columns, parsed by helpers.perf).
+LATENCY_PARTS = {"client_send_ms": "client send", "network_ms": "network + server send/recv",
+                 "queue_ms": "server queue", "compute_input_ms": "compute: input copy",
+                 "compute_infer_ms": "compute: inference", "compute_output_ms": "compute: output copy",
+                 "client_recv_ms": "client receive"}
+
+
+def latency_split(rows: Mapping[str, pd.Series], title: str, path: str | Path | None = None):
+    """Stacked bars of where an average request's time goes (client, network, queue, compute) for each row."""
+    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.6 * len(rows)))
+    labels = list(rows)
+    left = np.zeros(len(labels))
+    for column, name in LATENCY_PARTS.items():
+        values = np.array([float(rows[label].get(column, 0.0) or 0.0) for label in labels])
+        ax.barh([textwrap.fill(label, 28) for label in labels], values, left=left, label=name)
+        left += values
+    ax.set_xlabel("average time per request (ms)")
+    ax.invert_yaxis()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(rows) < 3 else -0.2), ncol=4, fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -18,8 +18,8 @@ def _ok(cmd: list[str], timeout: float = 15) -> tuple[bool, str]:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"{type(exc).__name__}: {exc}"
-    text = (out.stdout or out.stderr).strip()
-    return out.returncode == 0, (text.splitlines() or [""])[0]
+    text = out.stdout.strip() if out.returncode == 0 else (out.stderr.strip() or out.stdout.strip())
+    return out.returncode == 0, (text.splitlines() or [f"exit code {out.returncode}, no output"])[0]
 
 
 def nvidia_gpu() -> tuple[bool, str]:

@@ -6,7 +6,8 @@
 #
 # Needs importable: torch (CUDA), torchvision, onnx, onnxruntime, pandas, matplotlib, scikit-image, psutil, pyyaml,
 # tqdm, tritonclient, papermill, ipykernel; a Triton server ($TRITON_SERVER_BIN or on PATH) and perf_analyzer on
-# PATH. `source .device-kit/activate.sh` (from ../shared/tools/device-kit) provides the last four.
+# PATH. Building the PyTorch backend needs cmake, a C++ compiler, nvcc and the Python headers; without network,
+# TRITON_SOURCE_DIR names a folder with the release's source archives (see helpers/native_backends.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN_DIR=${1:?usage: $0 RUN_DIR [NOTEBOOK_PREFIX ...]}
@@ -18,4 +19,6 @@ VENV=${VENV:-${OWN:-/tmp/gpu-venv}}
 [ -x "$VENV/bin/python" ] || python3 -m venv --without-pip --system-site-packages "$VENV"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 [ $# -gt 0 ] || set -- 10 11 12 13
+# Triton's PyTorch backend, built with CUDA for this server (sources from GitHub, or $TRITON_SOURCE_DIR offline)
+"$VENV/bin/python" -m helpers.native_backends --strict pytorch
 exec "$VENV/bin/python" -m helpers.series --profile gpu-local --run-dir "$RUN_DIR" --only "$@"

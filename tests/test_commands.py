@@ -95,8 +95,10 @@ def test_concurrency_levels():
 
 def test_optimized_stand_in_per_world():
     assert convert.optimized_stand_in("docker", "cuda")[0] == "resnet18_trt"
-    assert convert.optimized_stand_in("local", "cuda")[0] == "resnet18_fp16"
-    assert convert.optimized_stand_in("local", "cpu")[0] == "resnet18_onnx"
+    assert convert.optimized_stand_in("local", "cuda")[0] == "resnet18_opt"
+    assert convert.optimized_stand_in("local", "cpu")[0] == "resnet18_opt"
+    assert all(options["fp16"] for options in convert.torchscript_candidates("cuda").values())
+    assert not any(options.get("fp16") for options in convert.torchscript_candidates("cpu").values())
 
 
 def test_missing_perf_analyzer_gives_one_instruction(tmp_path, monkeypatch):

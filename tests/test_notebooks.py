@@ -71,11 +71,15 @@ def test_resnet18_track_numbers(ci_run):
     assert [row["concurrency"] for row in baseline] == [1, 4]
     assert all(row["throughput"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0 for row in baseline)
     optimized = _results(ci_run, "12_optimize_tensorrt")
-    assert optimized["optimized"] == "resnet18_onnx"
-    assert optimized["parity_vs_baseline"]["resnet18_onnx"]["top1_agreement"] == 1.0
+    assert optimized["optimized"] == "resnet18_opt"
+    assert {c["variant"] for c in optimized["candidates"]} == {"fp32_frozen", "fp32_nhwc_frozen"}
+    assert optimized["winner"] in {"fp32_frozen", "fp32_nhwc_frozen"}
+    assert all("native (pytorch backend)" in s for s in optimized["served"]), optimized["served"]
+    assert optimized["parity_vs_baseline"]["resnet18_opt"]["top1_agreement"] == 1.0
     compare = _results(ci_run, "13_dynamic_batching_compare")
     assert set(compare["at_top_concurrency"]) == {"baseline", "baseline + dynamic batching",
-                                                  "resnet18_onnx + dynamic batching"}
+                                                  "resnet18_opt + dynamic batching"}
+    assert all("native (pytorch backend)" in s for s in compare["served"].values()), compare["served"]
     assert all(v["throughput"] > 0 for v in compare["at_top_concurrency"].values())
     assert {k["knob"] for k in compare["knobs"]} == {"instances", "queue delay (us)", "transport"}
     for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png"):
