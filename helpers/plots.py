@@ -108,7 +108,7 @@ LATENCY_PARTS = {"client_send_ms": "client send", "network_ms": "network + serve
 
 def latency_split(rows: Mapping[str, pd.Series], title: str, path: str | Path | None = None):
     """Stacked bars of where an average request's time goes (client, network, queue, compute) for each row."""
-    fig, ax = plt.subplots(figsize=(10, 0.9 + 0.6 * len(rows)))
+    fig, ax = plt.subplots(figsize=(11, 1.6 + 0.6 * len(rows)))
     labels = list(rows)
     left = np.zeros(len(labels))
     for column, name in LATENCY_PARTS.items():
@@ -117,7 +117,7 @@ def latency_split(rows: Mapping[str, pd.Series], title: str, path: str | Path | 
         left += values
     ax.set_xlabel("average time per request (ms)")
     ax.invert_yaxis()
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(rows) < 3 else -0.2), ncol=4, fontsize=8)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, path)
