@@ -162,13 +162,16 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
 
 def measure_level(model: str, url: str, csv_file: str | Path, concurrency: int, *, docker_tag: str | None = None,
                   **kwargs) -> dict:
-    """One concurrency level as one row; a setting that never stabilizes comes back as stable=False, no numbers."""
+    """One concurrency level as one row; a setting that never stabilizes, or whose perf_analyzer dies, comes back as
+    stable=False with no numbers and the reason in `error`, so one bad setting does not lose the others."""
     try:
         table = run(model, url, csv_file, concurrency=str(concurrency), docker_tag=docker_tag, progress=False, **kwargs)
-        return table.iloc[0].to_dict()
-    except UnstableMeasurement as exc:
-        print(f"{model} at concurrency {concurrency}: {exc}")
-        return {"concurrency": concurrency, "stable": False, "throughput": float("nan"), "p99_ms": float("nan")}
+        return {**table.iloc[0].to_dict(), "error": ""}
+    except (UnstableMeasurement, RuntimeError) as exc:
+        reason = str(exc).splitlines()[0]
+        print(f"{model} at concurrency {concurrency}: {reason}")
+        return {"concurrency": concurrency, "stable": False, "throughput": float("nan"), "p99_ms": float("nan"),
+                "error": reason}
 
 
 def best(table: pd.DataFrame, p99_budget_ms: float | None = None) -> pd.Series | None:
