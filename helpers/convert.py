@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,16 +40,57 @@ def trtexec_args(onnx_file: str, engine_file: str, input_name: str, dims: Sequen
     return args
 
 
-def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG) -> list[str]:
+def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG,
+                          gpu: int | str | None = 0) -> list[str]:
     """`docker run` of a command in the NGC TensorRT container with `host_dir` mounted at CONTAINER_DIR."""
     return ngc.docker_run(ngc.image("tensorrt", tag), list(args), volumes={host_dir: CONTAINER_DIR},
-                          workdir=CONTAINER_DIR)
+                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu))
 
 
-def in_pytorch_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG) -> list[str]:
+def tensorrt_version_in_image(tag: str = ngc.NGC_TAG) -> str:
+    """The TensorRT version inside the NGC TensorRT image, read from its own Python package (pulls the image first)."""
+    image = ngc.image("tensorrt", tag)
+    ngc.ensure_image(image)
+    args = ngc.docker_run(image, ["python3", "-c", "import tensorrt; print(tensorrt.__version__)"], gpus=None)
+    out = subprocess.run(args, capture_output=True, text=True)
+    found = re.search(r"^(\d+\.\d+(\.\d+)*)", out.stdout.strip(), re.M)
+    if out.returncode != 0 or not found:
+        raise RuntimeError(f"could not read TensorRT's version from {image} (exit {out.returncode}): "
+                           f"{(out.stderr or out.stdout).strip()[-400:]}")
+    return found.group(1)
+
+
+# Runs in the NGC TensorRT container: what the built engine really takes and returns, and its batch profile,
+# so that the Triton config is written from the engine rather than from the flags we meant to pass.
+INSPECT_ENGINE_SCRIPT = '''\
+import json, sys
+import tensorrt as trt
+engine = trt.Runtime(trt.Logger(trt.Logger.ERROR)).deserialize_cuda_engine(open(sys.argv[1], "rb").read())
+io = []
+for i in range(engine.num_io_tensors):
+    name = engine.get_tensor_name(i)
+    is_input = engine.get_tensor_mode(name) == trt.TensorIOMode.INPUT
+    entry = {"name": name, "input": is_input, "dtype": str(engine.get_tensor_dtype(name)).split(".")[-1],
+             "shape": [int(d) for d in engine.get_tensor_shape(name)]}
+    if is_input:
+        entry["profile"] = [[int(d) for d in s] for s in engine.get_tensor_profile_shape(name, 0)]
+    io.append(entry)
+json.dump({"tensorrt": trt.__version__, "io": io}, open(sys.argv[2], "w"), indent=1)
+print("wrote", sys.argv[2])
+'''
+
+
+def inspect_engine_command(engine_file: str, output_json: str, host_dir: str | Path, tag: str = ngc.NGC_TAG,
+                           gpu: int | str | None = 0) -> list[str]:
+    """`docker run` that writes the engine's I/O and profile as JSON (needs inspect_engine.py in host_dir)."""
+    return in_tensorrt_container(["python3", "inspect_engine.py", engine_file, output_json], host_dir, tag, gpu)
+
+
+def in_pytorch_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG,
+                         gpu: int | str | None = 0) -> list[str]:
     """`docker run` of a command in the NGC PyTorch container (it ships torch-tensorrt) with `host_dir` mounted."""
     return ngc.docker_run(ngc.image("pytorch", tag), list(args), volumes={host_dir: CONTAINER_DIR},
-                          workdir=CONTAINER_DIR, extra=["--ipc=host"])
+                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), extra=["--ipc=host"])
 
 
 def engine_outputs_args(engine_file: str, input_name: str, input_file: str, shape: Sequence[int],
@@ -70,7 +112,10 @@ def read_trtexec_outputs(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def run_checked(args: Sequence[str], log_file: str | Path) -> None:
-    """Run a container command, its output to `log_file`; raise with the log's tail when it fails."""
+    """Run a container command (its image pulled first, with progress), its output to `log_file`; raise with the
+    log's tail when it fails."""
+    if list(args[:2]) == ["docker", "run"]:
+        ngc.ensure_image(ngc.image_of(args))
     log_file = Path(log_file)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "w") as log:
@@ -82,17 +127,36 @@ def run_checked(args: Sequence[str], log_file: str | Path) -> None:
 
 # Runs in the NGC PyTorch container: the article's torch_tensorrt.compile, saved under the name it really has.
 # The result is TorchScript with TensorRT inside: the PyTorch backend serves it (as model.pt), the TensorRT
-# backend cannot (the article saved it as model.plan).
+# backend cannot (the article saved it as model.plan). The module is made FP16 *before* compiling (FP32 at its
+# edges): from NGC 26.06 the TorchScript frontend builds strongly typed networks and only logs a message for
+# enabled_precisions={torch.half}, so passing that flag alone would silently give an FP32 engine.
 TORCH_TENSORRT_SCRIPT = '''\
 import sys, torch, torch_tensorrt
 src, out = sys.argv[1:3]
 low, opt, high = (int(b) for b in sys.argv[3:6])
-module = torch.jit.load(src).eval().cuda()
+fp32 = torch.jit.load(src).eval().cuda()
+
+
+class HalfInside(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner.half()
+
+    def forward(self, x):
+        return self.inner(x.half()).float()
+
+
+example = torch.randn(opt, 3, 224, 224, device="cuda")
+with torch.inference_mode():
+    reference = fp32(example)
+    module = torch.jit.trace(HalfInside(torch.jit.load(src).eval().cuda()), example)
 spec = [torch_tensorrt.Input(min_shape=(low, 3, 224, 224), opt_shape=(opt, 3, 224, 224),
                              max_shape=(high, 3, 224, 224), dtype=torch.float32)]
-compiled = torch_tensorrt.compile(module, ir="ts", inputs=spec, enabled_precisions={torch.half})
+compiled = torch_tensorrt.compile(module, ir="ts", inputs=spec, enabled_precisions={torch.half, torch.float})
+with torch.inference_mode():
+    diff = (compiled(example) - reference).abs().max().item()
 torch.jit.save(compiled, out)
-print("wrote", out)
+print(f"wrote {out}; torch_tensorrt {torch_tensorrt.__version__}; max abs diff against FP32: {diff:.2e}")
 '''
 
 

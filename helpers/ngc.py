@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -10,8 +12,14 @@ from pathlib import Path
 # An engine built by one TensorRT version only loads in the same version, so they must move together.
 NGC_TAG = "24.05"
 
-# TensorRT inside each NGC release we have checked (NGC support matrix); others are reported as unknown.
-TENSORRT_IN_RELEASE = {"22.11": "8.5.1", "24.05": "10.0.1"}
+# TensorRT inside NGC releases, from NVIDIA's support matrix; for display only. Before a build, the notebooks read
+# the version from the image itself (convert.tensorrt_version_in_image), so a tag missing here is no guess.
+TENSORRT_IN_RELEASE = {"22.11": "8.5.1", "24.05": "10.0.1", "24.10": "10.5.0", "25.01": "10.8.0"}
+
+# Oldest NGC release whose CUDA supports a compute capability major version (Blackwell: 10.x, 12.x).
+FIRST_RELEASE_FOR_CC_MAJOR = {10: "25.01", 12: "25.01"}
+# Driver a release's CUDA needs (data-center GPUs also accept the forward-compatible R470/R525/R535 branches).
+MIN_DRIVER = {"22.11": 520, "24.05": 545, "24.10": 560, "25.01": 570}
 
 IMAGES = {
     "tritonserver": "nvcr.io/nvidia/tritonserver:{tag}-py3",
@@ -40,6 +48,41 @@ def tensorrt_version(tag: str = NGC_TAG) -> str | None:
     return TENSORRT_IN_RELEASE.get(check_tag(tag))
 
 
+# One GPU by default: with `--gpus all`, an instance group of count N places N instances on *every* GPU, and an
+# engine built on one GPU model may not load on another. Pick another with the notebooks' `gpu` parameter.
+DEFAULT_GPUS = "device=0"
+
+
+def gpus_flag(gpu: int | str | None) -> str | None:
+    """`--gpus` value for one GPU index (0, 1, ...), `all`, or None for no GPU."""
+    if gpu is None:
+        return None
+    if str(gpu) == "all":
+        return "all"
+    if not str(gpu).isdigit():
+        raise ValueError(f"gpu must be a GPU index like 0, 'all', or None; got {gpu!r}")
+    return f"device={gpu}"
+
+
+def gpu_problems(tag: str, gpus: Sequence[Mapping[str, str]]) -> list[str]:
+    """Why the NGC release `tag` cannot use these GPUs (compute capability, driver), or [] when nothing is known
+    against it. `gpus` as runtime.gpu_properties() gives them."""
+    problems = []
+    for gpu in gpus:
+        cc = gpu.get("compute_cap", "")
+        major = int(cc.split(".")[0]) if cc[:1].isdigit() else 0
+        first = FIRST_RELEASE_FOR_CC_MAJOR.get(major)
+        if first and check_tag(tag) < first:
+            problems.append(f"GPU {gpu.get('index', '?')} ({gpu.get('name', '?')}) has compute capability {cc}, "
+                            f"which NGC {tag} does not support; use ngc_tag='{first}' or newer")
+        driver = gpu.get("driver", "")
+        need = MIN_DRIVER.get(tag)
+        if need and driver[:1].isdigit() and int(driver.split(".")[0]) < need:
+            problems.append(f"driver {driver} is older than the {need} that NGC {tag}'s CUDA needs "
+                            "(data-center GPUs may use the R470/R525/R535 forward-compatibility branches)")
+    return problems
+
+
 def docker_run(
     image_name: str,
     command: Sequence[str] = (),
@@ -47,7 +90,7 @@ def docker_run(
     volumes: Mapping[str | Path, str] | None = None,
     ports: Mapping[int, int] | None = None,
     host: str = "127.0.0.1",
-    gpus: str | None = "all",
+    gpus: str | None = DEFAULT_GPUS,
     name: str | None = None,
     network: str | None = None,
     workdir: str | None = None,
@@ -61,7 +104,7 @@ def docker_run(
     if name:
         args += ["--name", name]
     if gpus:
-        args += ["--gpus", gpus]
+        args += ["--gpus", f'"{gpus}"' if gpus.startswith("device=") and "," in gpus else gpus]
     if network:
         args += ["--net", network]
     for host_port, container_port in (ports or {}).items():
@@ -85,3 +128,63 @@ def docker_run(
 def as_shell(args: Sequence[str]) -> str:
     """The argument list as one line a user can paste into a terminal."""
     return shlex.join([str(a) for a in args])
+
+
+_OPTIONS_WITH_VALUE = {"--name", "--gpus", "--net", "--network", "-p", "-v", "-w", "-e", "--shm-size", "--ulimit"}
+
+
+def image_of(args: Sequence[str]) -> str:
+    """The image a `docker run` argument list runs (the first argument after the options)."""
+    args = list(args)
+    if args[:2] != ["docker", "run"]:
+        raise ValueError(f"expected a `docker run ...` argument list; got {as_shell(args[:3])} ...")
+    i = 2
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in _OPTIONS_WITH_VALUE else 1
+    if i >= len(args):
+        raise ValueError(f"no image in {as_shell(args)}")
+    return args[i]
+
+
+def image_present(image_name: str) -> bool:
+    """Whether the Docker engine already has the image (`docker image inspect`)."""
+    return subprocess.run(["docker", "image", "inspect", image_name], capture_output=True).returncode == 0
+
+
+def ensure_image(image_name: str) -> None:
+    """Pull the image unless the engine has it, showing docker's progress; a failed pull raises with docker's words.
+
+    Run before any timeout starts: an NGC image is 10-20 GB, and `docker run` would pull it silently."""
+    if image_present(image_name):
+        return
+    print(f"pulling {image_name} (first use; NGC images are large, this can take many minutes) ...", flush=True)
+    proc = subprocess.Popen(["docker", "pull", image_name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail = []
+    for line in proc.stdout:
+        tail = (tail + [line.rstrip()])[-15:]
+        if not line.startswith(" ") or "Pull complete" in line or "Status" in line or "Digest" in line:
+            print(line.rstrip(), flush=True)
+    if proc.wait() != 0:
+        raise RuntimeError(f"docker pull {image_name} failed (exit {proc.returncode}):\n" + "\n".join(tail))
+
+
+def pull_all(tag: str = NGC_TAG) -> list[str]:
+    """Pull every image the series uses at `tag` (for a workshop room: do it the day before)."""
+    names = [image(kind, tag) for kind in IMAGES]
+    for name in names:
+        ensure_image(name)
+    return names
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Pull the NGC images the series uses.")
+    parser.add_argument("action", choices=["pull", "list"])
+    parser.add_argument("--tag", default=NGC_TAG)
+    ns = parser.parse_args()
+    if ns.action == "list":
+        print("\n".join(image(kind, ns.tag) for kind in IMAGES))
+    else:
+        print("pulled:", ", ".join(pull_all(ns.tag)))
+    sys.exit(0)

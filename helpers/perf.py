@@ -106,15 +106,23 @@ def concurrency_levels(concurrency: str) -> list[int]:
     return list(range(start, end + 1, step))
 
 
-def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwargs: dict) -> list[str]:
-    """One perf_analyzer invocation; returns its output lines, raises when it fails or never stabilizes."""
+def level_command(model: str, url: str, csv_file: str | Path, docker_tag: str | None = None,
+                  **kwargs) -> tuple[list[str], dict[str, str]]:
+    """The exact command (and extra environment) that measures one concurrency level into `csv_file`: perf_analyzer
+    here, or in the SDK image with the CSV's folder mounted at /results so the CSV outlives the container."""
+    csv_file = Path(csv_file).resolve()
     if docker_tag:
         args = perf_args(model, url, csv_file=f"/results/{csv_file.name}", **kwargs)
-        command, env = docker_command(args, docker_tag, results_dir=csv_file.parent), {}
-    else:
-        pa = find_perf_analyzer()
-        args = perf_args(model, url, csv_file=str(csv_file), **kwargs)
-        command, env = [str(pa.binary), *args], pa.env
+        return docker_command(args, docker_tag, results_dir=csv_file.parent), {}
+    pa = find_perf_analyzer()
+    return [str(pa.binary), *perf_args(model, url, csv_file=str(csv_file), **kwargs)], pa.env
+
+
+def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwargs: dict) -> list[str]:
+    """One perf_analyzer invocation; returns its output lines, raises when it fails or never stabilizes."""
+    command, env = level_command(model, url, csv_file, docker_tag, **kwargs)
+    if docker_tag:
+        ngc.ensure_image(ngc.image("sdk", docker_tag))
     out = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env={**os.environ, **env})
     lines = out.stdout.splitlines(keepends=True)

@@ -1,6 +1,7 @@
 """Triton model repository: config.pbtxt built through Triton's ModelConfig protobuf and checked against the artifact."""
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -130,6 +131,30 @@ def config_from_onnx(name: str, onnx_path: str | Path, *, max_batch_size: int | 
     return build_config(name, "onnxruntime_onnx", inputs, outputs, max_batch_size=max_batch_size, **kwargs)
 
 
+_TENSORRT_TO_TRITON = {"FLOAT": "FP32", "HALF": "FP16", "INT8": "INT8", "INT32": "INT32", "INT64": "INT64",
+                       "BOOL": "BOOL", "UINT8": "UINT8"}
+
+
+def config_from_engine(name: str, engine_io: dict, *, instance_kind: str = "KIND_GPU", **kwargs) -> mc.ModelConfig:
+    """ModelConfig for a TensorRT engine from what the engine itself reports (convert.INSPECT_ENGINE_SCRIPT's JSON):
+    its tensor names, dtypes and dims, and max_batch_size from its optimization profile."""
+    tensors = engine_io["io"]
+    inputs = [t for t in tensors if t["input"]]
+    if not inputs:
+        raise ValueError(f"engine description for '{name}' lists no inputs: {engine_io}")
+    unknown = sorted({t["dtype"] for t in tensors} - set(_TENSORRT_TO_TRITON))
+    if unknown:
+        raise ValueError(f"engine '{name}' has tensor types {unknown}, which this series does not map")
+    dynamic = inputs[0]["shape"][0] == -1
+    max_batch = int(inputs[0]["profile"][2][0]) if dynamic else 0
+
+    def specs(items):
+        return [TensorSpec(t["name"], _TENSORRT_TO_TRITON[t["dtype"]], tuple(t["shape"])) for t in items]
+
+    return build_config(name, "tensorrt_plan", specs(inputs), specs([t for t in tensors if not t["input"]]),
+                        max_batch_size=max_batch, instance_kind=instance_kind, **kwargs)
+
+
 def to_text(config: mc.ModelConfig) -> str:
     """config.pbtxt text of a ModelConfig."""
     return text_format.MessageToString(config)
@@ -142,12 +167,22 @@ def from_server(config_json: dict) -> mc.ModelConfig:
     return json_format.ParseDict(config_json.get("config", config_json), mc.ModelConfig(), ignore_unknown_fields=True)
 
 
+class ConfigError(ValueError):
+    """A config.pbtxt that is not valid ModelConfig text; the message names the file and the line."""
+
+
 def read_config(path: str | Path) -> mc.ModelConfig:
     """Parse a config.pbtxt (or the model folder that holds one) into a ModelConfig."""
     path = Path(path)
     if path.is_dir():
         path = path / "config.pbtxt"
-    return text_format.Parse(path.read_text(), mc.ModelConfig())
+    if not path.is_file():
+        raise ConfigError(f"model '{path.parent.name}': no config.pbtxt at {path}")
+    try:
+        return text_format.Parse(path.read_text(), mc.ModelConfig())
+    except text_format.ParseError as exc:
+        raise ConfigError(f"model '{path.parent.name}': {path} is not a valid model config: {exc} "
+                          "(field names and values: Triton's model_config.proto)") from None
 
 
 class ConfigMismatch(ValueError):
@@ -183,20 +218,94 @@ def _compare(kind: str, declared: Sequence[TensorSpec], actual: Sequence[TensorS
                 f"(or set max_batch_size: 0 and dims {list(a.shape)})")
 
 
+def _zeros(config: mc.ModelConfig, dims_list: Sequence[Sequence[int]], dtypes: Sequence[str], batched: bool):
+    import torch
+
+    batch = (1,) if batched else ()
+    return [torch.zeros(batch + tuple(dims), dtype=getattr(torch, str(numpy_dtype(dtype))))
+            for dims, dtype in zip(dims_list, dtypes)]
+
+
+def _runs(module, args) -> object | Exception:
+    import torch
+
+    try:
+        with torch.inference_mode():
+            return module(*args)
+    except Exception as exc:  # the module's own error says which input it rejected
+        return exc
+
+
+def _what_would_run(module, config: mc.ModelConfig) -> str:
+    """The config change under which the module runs on zeros (batch dim, NCHW, channels, dtype), or ''."""
+    dims = [list(t.dims) for t in config.input]
+    dtypes = [mc.DataType.Name(t.data_type).removeprefix("TYPE_") for t in config.input]
+    batched = config.max_batch_size > 0
+    tries = []
+    if not batched:
+        tries.append(("max_batch_size > 0 (the module wants a batch dimension in front; dims stay as they are)",
+                      dims, dtypes, True))
+        if dims and len(dims[0]) == 4:
+            tries.append((f"max_batch_size > 0 and dims {dims[0][1:]} (dims must not include the batch)",
+                          [d[1:] for d in dims], dtypes, True))
+    if dims and len(dims[0]) == 3 and dims[0][-1] in (1, 3, 4) and dims[0][0] not in (1, 3, 4):
+        nchw = [dims[0][2], dims[0][0], dims[0][1]]
+        tries.append((f"dims {nchw} (channels first, NCHW; the config has NHWC dims {dims[0]})",
+                      [nchw, *dims[1:]], dtypes, batched))
+    if dims and len(dims[0]) == 3:
+        for channels in (3, 1, 4):
+            if channels != dims[0][0]:
+                fixed = [channels, *dims[0][1:]]
+                tries.append((f"dims {fixed} ({channels} channels; the config says {dims[0][0]})",
+                              [fixed, *dims[1:]], dtypes, batched))
+    for dtype in ("FP32", "FP16", "INT64"):
+        if dtypes and dtype != dtypes[0]:
+            tries.append((f"data_type TYPE_{dtype} (the config says TYPE_{dtypes[0]})", dims,
+                          [dtype, *dtypes[1:]], batched))
+    for description, d, t, b in tries:
+        if not isinstance(_runs(module, _zeros(config, d, t, b)), Exception):
+            return description
+    return ""
+
+
+def _check_torchscript_inputs(module, config: mc.ModelConfig, path: Path) -> None:
+    """The PyTorch backend matches inputs to forward()'s arguments by INPUT__<index> or by argument name."""
+    where = f"model '{config.name}'"
+    try:
+        params = [a.name for a in module.forward.schema.arguments][1:]  # without self
+    except (AttributeError, RuntimeError):
+        return
+    names = [t.name for t in config.input]
+    if len(names) != len(params):
+        raise ConfigMismatch(f"{where}: {path.name}'s forward() takes {len(params)} input(s) {params}; the config "
+                             f"declares {len(names)}: {names}")
+    for i, name in enumerate(names):
+        m = re.fullmatch(r".+__(\d+)", name)
+        if m and int(m.group(1)) >= len(params):
+            raise ConfigMismatch(f"{where}: input '{name}' names position {m.group(1)} (the PyTorch backend's "
+                                 f"<name>__<index> convention), but forward() takes {len(params)} input(s): "
+                                 f"name it INPUT__{i}")
+        if not m and name not in params:
+            raise ConfigMismatch(f"{where}: input '{name}' is neither INPUT__<index> nor one of forward()'s "
+                                 f"argument names {params}: name it INPUT__{i}")
+
+
 def _torchscript_io(config: mc.ModelConfig, path: Path) -> list[TensorSpec]:
     """Output specs of a TorchScript file found by running it on zeros shaped as the config's inputs."""
     import torch
 
     module = torch.jit.load(str(path), map_location="cpu").eval()
-    batch = (1,) if config.max_batch_size > 0 else ()
-    args = [torch.zeros(batch + tuple(t.dims), dtype=getattr(torch, str(numpy_dtype(mc.DataType.Name(t.data_type)))))
-            for t in config.input]
-    try:
-        with torch.inference_mode():
-            out = module(*args)
-    except Exception as exc:  # the module's own error says which input it rejected
+    _check_torchscript_inputs(module, config, path)
+    dims = [list(t.dims) for t in config.input]
+    dtypes = [mc.DataType.Name(t.data_type).removeprefix("TYPE_") for t in config.input]
+    out = _runs(module, _zeros(config, dims, dtypes, config.max_batch_size > 0))
+    if isinstance(out, Exception):
+        fix = _what_would_run(module, config)
+        first = str(out).strip().splitlines()[-1] if str(out).strip() else type(out).__name__
         raise ConfigMismatch(f"model '{config.name}': {path.name} does not run on the config's inputs "
-                             f"{[str(s) for s in _config_specs(config, config.input)]}: {exc}") from exc
+                             f"{[str(s) for s in _config_specs(config, config.input)]}"
+                             + (f"; it runs with {fix}" if fix else "") + f" (torch: {first})")
+    batch = (1,) if config.max_batch_size > 0 else ()
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     if len(outs) != len(config.output):
         raise ConfigMismatch(f"model '{config.name}': config declares {len(config.output)} outputs, "
@@ -270,8 +379,9 @@ def tree(repository: str | Path) -> str:
 
 def derive(repository: str | Path, source: str, name: str, *, target: str | Path | None = None,
            preferred_batch_sizes: Sequence[int] | None = None, max_queue_delay_us: int | None = None,
-           instance_count: int | None = None) -> mc.ModelConfig:
-    """Copy model `source` as `name` (into `target`, default the same repository) with dynamic batching or instances changed."""
+           instance_count: int | None = None, instance_kind: str | None = None) -> mc.ModelConfig:
+    """Copy model `source` as `name` (into `target`, default the same repository) with dynamic batching, instance
+    count or instance kind (KIND_CPU / KIND_GPU) changed."""
     src_dir = Path(repository) / source
     config = read_config(src_dir)
     config.name = name
@@ -282,6 +392,9 @@ def derive(repository: str | Path, source: str, name: str, *, target: str | Path
             raise ValueError(f"instance_count must be >= 1; got {instance_count}")
         for group in config.instance_group:
             group.count = instance_count
+    if instance_kind is not None:
+        for group in config.instance_group:
+            group.kind = mc.ModelInstanceGroup.Kind.Value(instance_kind)
     versions = sorted((p for p in src_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
     if not versions:
         raise FileNotFoundError(f"model '{source}' has no version folder in {src_dir}")

@@ -38,6 +38,32 @@ def docker_engine() -> tuple[bool, str]:
     return ok, (f"engine {line}" if ok else f"docker CLI present but no engine answers ({line})")
 
 
+def container_toolkit() -> tuple[bool, str]:
+    """Whether Docker can give containers a GPU (the NVIDIA Container Toolkit), or why not."""
+    ok, line = _ok(["docker", "info", "--format", "{{json .Runtimes}}"])
+    if ok and "nvidia" in line:
+        return True, "NVIDIA Container Toolkit (nvidia runtime registered)"
+    hook = shutil.which("nvidia-container-runtime-hook") or shutil.which("nvidia-ctk")
+    if hook:
+        return True, f"NVIDIA Container Toolkit ({hook})"
+    return False, ("the NVIDIA Container Toolkit is missing (no nvidia runtime in `docker info`, no "
+                   "nvidia-container-runtime-hook): every `docker run --gpus` would fail with 'could not select "
+                   "device driver \"\" with capabilities: [[gpu]]'; install the toolkit and restart Docker")
+
+
+def gpu_properties() -> list[dict[str, str]]:
+    """Each visible NVIDIA GPU's name, compute capability and driver (nvidia-smi), or [] without one."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True, timeout=15).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    rows = [[part.strip() for part in line.split(",")] for line in out.strip().splitlines() if line.count(",") == 3]
+    return [dict(zip(("index", "name", "compute_cap", "driver"), row)) for row in rows]
+
+
 @dataclass
 class LocalTriton:
     """A `tritonserver` binary on this machine, its backend directory and the backends found there."""
@@ -126,18 +152,30 @@ class RuntimeChoice:
         return f"runtime: {self.name} ({self.reason})"
 
 
-def choose_runtime(requested: str = "auto") -> RuntimeChoice:
-    """Resolve `auto`/`docker`/`local`: docker where Docker and an NVIDIA GPU are usable, else local."""
+def choose_runtime(requested: str = "auto", tag: str | None = None) -> RuntimeChoice:
+    """Resolve `auto`/`docker`/`local`: docker where Docker, the NVIDIA Container Toolkit and a GPU that the NGC
+    release `tag` supports are all usable, else local (each reason printed)."""
+    from . import ngc
+
     if requested not in RUNTIMES:
         raise ValueError(f"runtime must be one of {RUNTIMES}; got {requested!r}")
+    tag = tag or ngc.NGC_TAG
     docker_ok, docker_why = docker_engine() if requested != "local" else (False, "not asked for")
     gpu_ok, gpu_why = nvidia_gpu() if requested != "local" else (False, "not asked for")
+    toolkit_ok, toolkit_why = container_toolkit() if docker_ok else (False, "no Docker engine")
+    problems = ngc.gpu_problems(tag, gpu_properties()) if docker_ok and gpu_ok else []
     if requested == "docker":
         if not docker_ok:
             raise RuntimeError(f"runtime='docker' needs a Docker engine; {docker_why}")
-        return RuntimeChoice("docker", f"asked for; Docker {docker_why}; GPU: {gpu_why}")
+        if not toolkit_ok:
+            raise RuntimeError(f"runtime='docker' needs GPUs in containers; {toolkit_why}")
+        if problems:
+            raise RuntimeError(f"runtime='docker' with NGC {tag}: " + "; ".join(problems))
+        return RuntimeChoice("docker", f"asked for; Docker {docker_why}; {toolkit_why}; GPU: {gpu_why}")
+    if requested == "auto" and docker_ok and gpu_ok and toolkit_ok and not problems:
+        return RuntimeChoice("docker", f"Docker {docker_why}, {toolkit_why} and GPU {gpu_why}")
     if requested == "auto" and docker_ok and gpu_ok:
-        return RuntimeChoice("docker", f"Docker {docker_why} and GPU {gpu_why}")
+        docker_why = f"{docker_why}, but " + ("; ".join(problems) if toolkit_ok else toolkit_why)
     local = find_local_triton()
     if local is None:
         raise RuntimeError("no Triton server found: set TRITON_SERVER_BIN, put tritonserver on PATH, "

@@ -29,6 +29,16 @@ def resolve_device(device: str = "auto") -> str:
     return "cpu"
 
 
+def instance_kind(runtime: str, device: str) -> str:
+    """Where the server runs a model: on the GPU in docker mode (the runtime needs one), else where `device` says.
+
+    Not where this kernel's PyTorch can run: the host's PyTorch may not see a GPU the containers can use (a CUDA 13
+    build of PyTorch needs driver 580; NGC 24.05 containers run on 545)."""
+    if runtime not in ("docker", "local"):
+        raise ValueError(f"runtime must be a resolved 'docker' or 'local'; got {runtime!r}")
+    return "KIND_GPU" if runtime == "docker" or device == "cuda" else "KIND_CPU"
+
+
 def profile_parameters(profile: str | None, notebook: str) -> dict:
     """Parameters a profile of notebooks/profiles.yml sets for one notebook (its `all` entry, then the notebook's)."""
     if not profile:

@@ -21,11 +21,33 @@ def test_server_docker_command_publishes_on_localhost_with_absolute_volume(tmp_p
     (tmp_path / "models").mkdir()
     server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"), tag="24.05")
     assert server.command() == [
-        "docker", "run", "--rm", "--name", "triton-tutorials-8000", "--gpus", "all",
+        "docker", "run", "--rm", "--name", "triton-tutorials-8000", "--gpus", "device=0",
         "-p", "127.0.0.1:8000:8000", "-p", "127.0.0.1:8001:8001", "-p", "127.0.0.1:8002:8002",
         "-v", f"{(tmp_path / 'models').resolve()}:/models", "--ipc=host",
         "nvcr.io/nvidia/tritonserver:24.05-py3",
-        "tritonserver", "--model-repository=/models", "--exit-timeout-secs=10", "--model-control-mode=poll", "--repository-poll-secs=30"]
+        "tritonserver", "--model-repository=/models", "--exit-on-error=false", "--exit-timeout-secs=10",
+        "--model-control-mode=poll", "--repository-poll-secs=30"]
+
+
+def test_docker_server_uses_one_gpu_and_loads_only_the_models_asked_for(tmp_path):
+    """Defects 9 and 11: `--gpus all` put N instances on every GPU; every server loaded every model and one broken
+    model stopped the container (--exit-on-error=true)."""
+    (tmp_path / "models").mkdir()
+    server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"), models=["a", "b"], gpu=1)
+    cmd = server.command()
+    assert cmd[cmd.index("--gpus") + 1] == "device=1" and "all" not in cmd
+    assert "--exit-on-error=false" in cmd
+    assert cmd[-3:] == ["--model-control-mode=explicit", "--load-model=a", "--load-model=b"]
+    assert ngc.gpus_flag("all") == "all" and ngc.gpus_flag(None) is None
+    with pytest.raises(ValueError, match="GPU index"):
+        ngc.gpus_flag("first")
+
+
+def test_a_server_built_to_print_its_command_leaves_no_work_folder(tmp_path):
+    (tmp_path / "models").mkdir()
+    server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"))
+    server.command()
+    assert not server.workdir.exists()
 
 
 def test_docker_volume_must_exist(tmp_path):
@@ -41,7 +63,7 @@ def test_trtexec_keras_engine_command(tmp_path):
                     "--minShapes=input_1:1x224x224x3", "--optShapes=input_1:8x224x224x3",
                     "--maxShapes=input_1:32x224x224x3", "--fp16"]
     cmd = convert.in_tensorrt_container(args, tmp_path, "24.05")
-    assert cmd[:9] == ["docker", "run", "--rm", "--gpus", "all", "-v", f"{tmp_path.resolve()}:/workspace/models",
+    assert cmd[:9] == ["docker", "run", "--rm", "--gpus", "device=0", "-v", f"{tmp_path.resolve()}:/workspace/models",
                        "-w", "/workspace/models"]
     assert cmd[9:11] == ["nvcr.io/nvidia/tensorrt:24.05-py3", "trtexec"]
 

@@ -11,6 +11,7 @@ import pytest
 from helpers import client as tc
 from helpers import export, native_backends, repository
 from helpers.runtime import find_local_triton
+from helpers.preflight import RepositoryError
 from helpers.server import ServerError, TritonServer
 
 IO = ([repository.TensorSpec("INPUT__0", "FP32", (-1, 3, 224, 224))],
@@ -88,7 +89,9 @@ def test_torchscript_that_cannot_run_its_inputs_fails_to_load_and_is_named(tmp_p
     repository.add_model(repo, repository.build_config("wrong_inputs", "pytorch_libtorch", *IO, max_batch_size=4),
                          path, check=False)
     started = time.monotonic()
-    with pytest.raises(ServerError, match=r"model 'wrong_inputs'") as info:
-        TritonServer(repo, "local", startup_timeout=60).start()
-    assert time.monotonic() - started < 30
+    with pytest.raises(RepositoryError, match=r"model 'wrong_inputs': features.pt|model 'wrong_inputs': model.pt"):
+        TritonServer(repo, "local").start()  # refused by the pre-flight check, before any server starts
+    assert time.monotonic() - started < 5
+    with pytest.raises(ServerError, match=r"model 'wrong_inputs'") as info:  # and by the server's load-time warm-up
+        TritonServer(repo, "local", startup_timeout=60, preflight=False).start()
     assert "last" in str(info.value) and "lines of" in str(info.value)  # the log tail comes with it

@@ -16,6 +16,7 @@ from conftest import make_onnx, triton_processes
 from helpers import client as tc
 from helpers import export, perf, repository
 from helpers.runtime import RuntimeChoice
+from helpers.preflight import RepositoryError
 from helpers.server import ServerError, TritonServer
 
 
@@ -76,10 +77,16 @@ def test_model_that_fails_to_load_is_named_with_log_tail(tmp_path, tiny_onnx, no
     repository.add_model(repo, repository.config_from_onnx("good", tiny_onnx), tiny_onnx)
     repository.add_model(repo, repository.config_from_onnx("broken", tiny_onnx), tiny_onnx)
     (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx file")
-    server = TritonServer(repo, "local", startup_timeout=120)
+    started = time.monotonic()
+    with pytest.raises(RepositoryError, match=r"model 'broken': broken/1/model.onnx cannot be read"):
+        TritonServer(repo, "local").start()  # the pre-flight check, before any server
+    assert time.monotonic() - started < 5
+    server = TritonServer(repo, "local", startup_timeout=120, preflight=False)
     with pytest.raises(ServerError, match=r"model 'broken'") as info:
-        server.start()
+        server.start()  # the server's own refusal, named, with its log
     assert "last" in str(info.value) and "tritonserver.log" in str(info.value)
+    with TritonServer(repo, "local", models=["good"]) as only_good:  # a broken model stops nothing else
+        assert [s.name for s in only_good.served] == ["good"]
     assert not server.running
 
 

@@ -1,0 +1,123 @@
+"""The two ways the series starts Triton, behind one interface: the NGC container (docker) and a local binary."""
+from __future__ import annotations
+
+import os
+import socket
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from . import ngc
+from .runtime import RuntimeChoice
+from .standin import Served, prepare_served_repository
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def control_flags(models: Sequence[str] | None, poll_secs: int | None) -> list[str]:
+    """Model-control flags: explicit loading of `models` when given (only what a notebook uses), else poll mode."""
+    if models is not None:
+        return ["--model-control-mode=explicit", *[f"--load-model={m}" for m in models]]
+    return ["--model-control-mode=poll", f"--repository-poll-secs={poll_secs}"] if poll_secs else []
+
+
+class Launcher(Protocol):
+    """What TritonServer needs from a runtime: ports, the command, the served list, and what to do around a run."""
+
+    name: str
+
+    def pick_port(self, requested: int | None, default: int, host: str) -> int: ...
+
+    def command(self, server) -> list[str]: ...
+
+    def prepare(self, server) -> tuple[list[Served], dict[str, str]]: ...
+
+    def before_start(self, server) -> None: ...
+
+    def cleanup_command(self, server) -> list[str]: ...
+
+
+class DockerLauncher:
+    """`docker run` of the NGC tritonserver image, the repository mounted at /models, ports on the host only."""
+
+    name = "docker"
+
+    def pick_port(self, requested: int | None, default: int, host: str) -> int:
+        return requested or default
+
+    def command(self, server) -> list[str]:
+        flags = control_flags(server.models, server.poll_secs)
+        return ngc.docker_run(
+            ngc.image("tritonserver", server.tag),
+            # --exit-on-error=false: a model that fails to load is reported, and the others are still served
+            ["tritonserver", "--model-repository=/models", "--exit-on-error=false", "--exit-timeout-secs=10", *flags],
+            volumes={server.repository: "/models"},
+            ports={server.http_port: 8000, server.grpc_port: 8001, server.metrics_port: 8002},
+            host=server.host, gpus=server.gpus, name=server.container_name,
+            extra=["--ipc=host"])  # shares /dev/shm with clients on this host (system shared memory)
+
+    def prepare(self, server) -> tuple[list[Served], dict[str, str]]:
+        return [Served(name, "native", "NGC container") for name in server.model_names()], {}
+
+    def before_start(self, server) -> None:
+        ngc.ensure_image(ngc.image("tritonserver", server.tag))  # before the readiness clock starts
+
+    def cleanup_command(self, server) -> list[str]:
+        return ["docker", "rm", "-f", server.container_name]
+
+
+class LocalLauncher:
+    """A tritonserver binary on this machine over a mirror of the repository (stand-ins where a backend is missing)."""
+
+    name = "local"
+
+    def __init__(self, runtime: RuntimeChoice):
+        self.local = runtime.local
+
+    def pick_port(self, requested: int | None, default: int, host: str) -> int:
+        return requested or free_port(host)
+
+    def command(self, server) -> list[str]:
+        local = self.local
+        return [str(local.binary), f"--model-repository={server.workdir / 'models'}",
+                f"--backend-directory={local.backend_dir}", f"--http-address={server.host}",
+                f"--http-port={server.http_port}", f"--grpc-address={server.host}", f"--grpc-port={server.grpc_port}",
+                f"--metrics-port={server.metrics_port}", "--exit-on-error=false", "--exit-timeout-secs=10",
+                *control_flags(None, server.poll_secs)]  # the mirror holds only the models asked for
+
+    def prepare(self, server) -> tuple[list[Served], dict[str, str]]:
+        served = prepare_served_repository(server.repository, server.workdir / "models", self.local.backends,
+                                           server.models)
+        return served, dict(self.local.env)
+
+    def before_start(self, server) -> None:
+        return None
+
+    def cleanup_command(self, server) -> list[str]:
+        return []
+
+
+def launcher_for(runtime: RuntimeChoice) -> Launcher:
+    """The launcher of a resolved runtime."""
+    return DockerLauncher() if runtime.name == "docker" else LocalLauncher(runtime)
+
+
+def guarded(command: list[str], cleanup: list[str]) -> list[str]:
+    """`command` run under helpers.reaper, which stops its whole process group when the kernel dies."""
+    reaper = [sys.executable, "-m", "helpers.reaper"]
+    if cleanup:
+        reaper += ["--on-exit", shlex.join(cleanup)]
+    return [*reaper, "--", *command]
+
+
+def reaper_env() -> dict[str, str]:
+    """PYTHONPATH so that `python -m helpers.reaper` finds this package from any working directory."""
+    root = str(Path(__file__).resolve().parent.parent)
+    return {"PYTHONPATH": os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH", "")] if p)}

@@ -1,0 +1,87 @@
+"""A small guardian process between the notebook kernel and a server: nothing it started outlives it.
+
+`python -m helpers.reaper [--on-exit CMD] -- COMMAND...` runs COMMAND in this process group and stays its parent.
+It stops the whole group (the server and every process the server started, such as Triton's Python-backend stubs,
+which ignore SIGTERM and are left behind when Triton exits in the middle of loading a model) when:
+  * it receives SIGTERM (a normal stop): SIGTERM to COMMAND, then SIGKILL to whatever is left after --grace seconds;
+  * the process that started it dies (a killed kernel), checked every 0.2 s;
+  * COMMAND exits on its own: the rest of the group is killed at once.
+Then it runs --on-exit (e.g. `docker rm -f NAME`, for a container the Docker daemon would keep) and exits with
+COMMAND's status. SIGINT is ignored: a Ctrl-C in the notebook interrupts the kernel, which then stops the server.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process other than this one is still in the process group."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGKILL every other member of the group, for up to 5 s."""
+    deadline = time.monotonic() + 5
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    if os.getpgid(int(entry)) == pgid:
+                        os.kill(int(entry), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        time.sleep(0.05)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command under guard; return its exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--on-exit", default="", help="a command to run after the group is gone")
+    parser.add_argument("--grace", type=float, default=20.0, help="seconds between SIGTERM and SIGKILL")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("a command to run is required after --")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent, pgid = os.getppid(), os.getpgid(0)
+    stopping = {"at": None}
+    signal.signal(signal.SIGTERM, lambda *_: stopping.update(at=stopping["at"] or time.monotonic()))
+    child = subprocess.Popen(command, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    sent = False
+    while child.poll() is None:
+        if os.getppid() != parent and stopping["at"] is None:  # the kernel is gone
+            stopping["at"] = time.monotonic() - args.grace + 3  # a short grace: nobody waits for us
+        if stopping["at"] is not None:
+            if not sent:
+                child.terminate()
+                sent = True
+            if time.monotonic() - stopping["at"] > args.grace:
+                break
+        time.sleep(0.2)
+    _kill_group(pgid)
+    code = child.wait()
+    if args.on_exit:
+        subprocess.run(shlex.split(args.on_exit), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The docker path executed: the test `docker` (tests/fakedocker) runs the NGC images' commands on this machine."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import triton_processes
+from helpers import client as tc
+from helpers import convert, ngc, perf, runtime
+from helpers.runtime import RuntimeChoice, choose_runtime
+from helpers.server import TritonServer
+
+FAKE = Path(__file__).resolve().parent / "fakedocker"
+
+
+@pytest.fixture
+def fake_docker(tmp_path, monkeypatch):
+    """The test `docker` first on PATH, with its own state; yields the log of every docker call."""
+    log = tmp_path / "docker-calls.jsonl"
+    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_DOCKER_PYTHON", sys.executable)
+    monkeypatch.setenv("FAKE_DOCKER_STATE", str(tmp_path / "docker-state"))
+    monkeypatch.setenv("FAKE_DOCKER_LOG", str(log))
+    yield log
+
+
+@pytest.fixture
+def new_processes():
+    """Triton processes started since the test began (others on this machine are not the test's)."""
+    before = {p.pid for p in triton_processes()}
+    return lambda: [p for p in triton_processes() if p.pid not in before]
+
+
+def calls(log: Path) -> list[list[str]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def containers() -> list[str]:
+    return subprocess.run(["docker", "ps"], capture_output=True, text=True).stdout.split()
+
+
+def test_image_is_pulled_with_progress_before_the_server_clock_starts(fake_docker, tiny_repo, capsys):
+    """Defect 2: the readiness clock started while `docker run` was still pulling a 15 GB image."""
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test"), startup_timeout=60) as server:
+        out = tc.infer(tc.connect(server.url), "tiny", np.ones((2, 8), np.float32))["Y"]
+        assert out.shape == (2, 4)
+        assert containers() == [server.container_name]
+    verbs = [c[0] if c[0] != "image" else "inspect" for c in calls(fake_docker)]
+    assert verbs.index("pull") < verbs.index("run"), verbs  # the image was there before `docker run`
+    assert "Pull complete" in capsys.readouterr().out
+    assert containers() == []
+
+
+def test_container_is_removed_on_exception(fake_docker, tiny_repo, new_processes):
+    with pytest.raises(RuntimeError, match="boom"):
+        with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
+            name = server.container_name
+            raise RuntimeError("boom")
+    assert ["rm", "-f", name] in calls(fake_docker)
+    assert containers() == [] and not new_processes()
+
+
+def test_container_is_removed_when_the_kernel_is_killed(fake_docker, tiny_repo, tmp_path, new_processes):
+    script = tmp_path / "kernel.py"
+    script.write_text(textwrap.dedent(f"""
+        from helpers.runtime import RuntimeChoice
+        from helpers.server import TritonServer
+        server = TritonServer({str(tiny_repo)!r}, RuntimeChoice("docker", "test")).start()
+        print("READY", flush=True)
+        import time; time.sleep(600)
+    """))
+    kernel = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    while (line := kernel.stdout.readline()) and not line.startswith("READY"):
+        pass
+    assert containers(), "the container did not start"
+    os.kill(kernel.pid, signal.SIGKILL)
+    kernel.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (containers() or new_processes()):
+        time.sleep(0.5)
+    assert containers() == [] and not new_processes()
+    assert any(c[:2] == ["rm", "-f"] for c in calls(fake_docker))
+
+
+def test_perf_analyzer_csv_comes_back_from_the_sdk_container(fake_docker, tiny_repo, tmp_path):
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
+        table = perf.run("tiny", "localhost:8001", tmp_path / "perf" / "tiny.csv", concurrency="1:2:1",
+                         docker_tag=ngc.NGC_TAG, measurement_interval_ms=600, max_trials=5,
+                         stability_percentage=100, progress=False)
+    sdk_runs = [c for c in calls(fake_docker) if c[0] == "run" and ngc.image("sdk") in c]
+    assert len(sdk_runs) == 2 and all(f"{(tmp_path / 'perf').resolve()}:/results" in c for c in sdk_runs)
+    assert list(table["concurrency"]) == [1, 2] and (table["throughput"] > 0).all()
+
+
+def test_tensorrt_container_fails_like_an_image_that_cannot_run_here(fake_docker, tmp_path):
+    args = convert.in_tensorrt_container(convert.trtexec_args("m.onnx", "m.plan", "x", (3,)), tmp_path)
+    with pytest.raises(RuntimeError, match="cannot run on this machine") as info:
+        convert.run_checked(args, tmp_path / "run" / "logs" / "trtexec.log")  # defect 1: logs/ did not exist
+    assert "exit code 125" in str(info.value)
+    assert (tmp_path / "run" / "logs" / "trtexec.log").exists()
+
+
+def test_auto_needs_the_container_toolkit(fake_docker, monkeypatch):
+    """Defect 3: auto picked docker without the NVIDIA Container Toolkit; every --gpus container then failed."""
+    monkeypatch.setattr(runtime, "nvidia_gpu", lambda: (True, "a test GPU"))
+    monkeypatch.setattr(runtime, "gpu_properties", lambda: [{"index": "0", "name": "test", "compute_cap": "9.0",
+                                                              "driver": "580.1"}])
+    assert choose_runtime("auto").name == "docker"
+    monkeypatch.setenv("FAKE_DOCKER_NO_TOOLKIT", "1")
+    choice = choose_runtime("auto")
+    assert choice.name == "local" and "NVIDIA Container Toolkit is missing" in choice.reason
+    with pytest.raises(RuntimeError, match="NVIDIA Container Toolkit is missing"):
+        choose_runtime("docker")
+
+
+def test_blackwell_gpu_and_old_driver_are_refused_for_the_tag(fake_docker, monkeypatch):
+    """Defect 8: NGC 24.05 does not support compute capability 10.x/12.x; nothing checked the GPU."""
+    monkeypatch.setattr(runtime, "nvidia_gpu", lambda: (True, "a test GPU"))
+    monkeypatch.setattr(runtime, "gpu_properties", lambda: [{"index": "0", "name": "RTX 5090", "compute_cap": "12.0",
+                                                              "driver": "575.1"}])
+    choice = choose_runtime("auto", "24.05")
+    assert choice.name == "local" and "compute capability 12.0" in choice.reason and "25.01" in choice.reason
+    assert choose_runtime("auto", "25.01").name == "docker"
+    problems = ngc.gpu_problems("24.05", [{"index": "0", "name": "old", "compute_cap": "8.6", "driver": "535.1"}])
+    assert problems and "older than the 545" in problems[0]
+
+
+def test_docker_info_failure_says_why(tmp_path, monkeypatch):
+    """`docker info` failing was reported with an empty reason: stdout blank, stderr dropped."""
+    broken = tmp_path / "bin"
+    broken.mkdir()
+    (broken / "docker").write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock' >&2\nexit 1\n")
+    (broken / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{broken}{os.pathsep}{os.environ['PATH']}")
+    ok, why = runtime.docker_engine()
+    assert not ok and "Cannot connect to the Docker daemon" in why
