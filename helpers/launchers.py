@@ -110,14 +110,10 @@ def launcher_for(runtime: RuntimeChoice) -> Launcher:
 
 
 def guarded(command: list[str], cleanup: list[str]) -> list[str]:
-    """`command` run under helpers.reaper, which stops its whole process group when the kernel dies."""
-    reaper = [sys.executable, "-m", "helpers.reaper"]
+    """`command` run under helpers/reaper.py, which stops its whole process group when this process dies."""
+    reaper = [sys.executable, str(Path(__file__).with_name("reaper.py")), "--parent", str(os.getpid())]
     if cleanup:
         reaper += ["--on-exit", shlex.join(cleanup)]
     return [*reaper, "--", *command]
 
 
-def reaper_env() -> dict[str, str]:
-    """PYTHONPATH so that `python -m helpers.reaper` finds this package from any working directory."""
-    root = str(Path(__file__).resolve().parent.parent)
-    return {"PYTHONPATH": os.pathsep.join(p for p in [root, os.environ.get("PYTHONPATH", "")] if p)}

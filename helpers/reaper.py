@@ -1,6 +1,7 @@
 """A small guardian process between the notebook kernel and a server: nothing it started outlives it.
 
-`python -m helpers.reaper [--on-exit CMD] -- COMMAND...` runs COMMAND in this process group and stays its parent.
+`python helpers/reaper.py [--parent PID] [--on-exit CMD] -- COMMAND...` (a plain script: it starts in
+milliseconds, without importing the helpers package) runs COMMAND in this process group and stays its parent.
 It stops the whole group (the server and every process the server started, such as Triton's Python-backend stubs,
 which ignore SIGTERM and are left behind when Triton exits in the middle of loading a model) when:
   * it receives SIGTERM (a normal stop): SIGTERM to COMMAND, then SIGKILL to whatever is left after --grace seconds;
@@ -55,13 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--on-exit", default="", help="a command to run after the group is gone")
     parser.add_argument("--grace", type=float, default=20.0, help="seconds between SIGTERM and SIGKILL")
+    parser.add_argument("--parent", type=int, default=0, help="pid whose death stops the group (default: our parent)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("a command to run is required after --")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent, pgid = os.getppid(), os.getpgid(0)
+    # given by the starter: it may already be gone by the time this process reads os.getppid()
+    parent, pgid = args.parent or os.getppid(), os.getpgid(0)
     stopping = {"at": None}
     signal.signal(signal.SIGTERM, lambda *_: stopping.update(at=stopping["at"] or time.monotonic()))
     child = subprocess.Popen(command, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -19,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from . import ngc
-from .launchers import guarded, launcher_for, reaper_env
+from .launchers import guarded, launcher_for
 from .preflight import check_repository, model_folders
 from .runtime import RuntimeChoice, choose_runtime
 from .standin import Served
@@ -126,7 +127,7 @@ class TritonServer:
         with _NoInterrupt():
             self.workdir.mkdir(parents=True, exist_ok=True)
             self.served, extra_env = self.launcher.prepare(self)
-            env = {**os.environ, **extra_env, **reaper_env()}
+            env = {**os.environ, **extra_env}
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_file, "wb") as log:
                 self._proc = subprocess.Popen(guarded(self.command(), self.launcher.cleanup_command(self)),
@@ -152,8 +153,10 @@ class TritonServer:
         wanted = set(self.model_names())
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise ServerError(f"tritonserver exited with code {self._proc.returncode} before it was ready\n"
-                                  f"{self.log_tail()}")
+                loading = self._models_still_loading()
+                during = f" while loading model {', '.join(repr(m) for m in loading)}" if loading else ""
+                raise ServerError(f"tritonserver exited with code {self._proc.returncode}{during} before it was "
+                                  f"ready\n{self.log_tail()}")
             try:
                 status, body = _http("POST", f"http://{self.url}/v2/repository/index")
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
@@ -170,6 +173,15 @@ class TritonServer:
                         return
             time.sleep(0.5)
         raise ServerError(f"server not ready after {self.startup_timeout:.0f} s\n{self.log_tail()}")
+
+    def _models_still_loading(self) -> list[str]:
+        """Models the log says began loading and never finished (a crash during load names its model)."""
+        if not self.log_file.exists():
+            return []
+        text = self.log_file.read_text(errors="replace")
+        started = re.findall(r'"loading: ([^:"]+):\d+"', text)
+        done = set(re.findall(r"successfully loaded '([^']+)'", text))
+        return [m for m in dict.fromkeys(started) if m not in done]
 
     def log_tail(self, lines: int = 30) -> str:
         """The last lines of the server log."""

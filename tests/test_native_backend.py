@@ -68,7 +68,12 @@ def test_dynamic_batching_forms_batches_on_the_native_backend(tmp_path, resnet18
         clients = [tc.connect(server.grpc_url, "grpc") for _ in range(8)]  # gRPC clients work from any thread
         with ThreadPoolExecutor(8) as pool:
             outs = list(pool.map(lambda c: tc.infer(c, "resnet18", x)["OUTPUT__0"], clients * 3))
-        after = http.get_inference_statistics("resnet18")["model_stats"][0]
+        deadline = time.monotonic() + 5  # the server counts a request just after its response has gone out
+        while True:
+            after = http.get_inference_statistics("resnet18")["model_stats"][0]
+            if after["inference_count"] - before["inference_count"] >= 24 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
     assert all(np.array_equal(o, outs[0]) for o in outs)
     inferences = after["inference_count"] - before["inference_count"]
     executions = after["execution_count"] - before["execution_count"]

@@ -81,6 +81,8 @@ def test_resnet18_track_numbers(ci_run):
                                                   "resnet18_opt + dynamic batching"}
     assert all("native (pytorch backend)" in s for s in compare["served"].values()), compare["served"]
     assert all(v["throughput"] > 0 for v in compare["at_top_concurrency"].values())
-    assert {k["knob"] for k in compare["knobs"]} == {"instances", "queue delay (us)", "transport"}
-    for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png"):
+    assert {k["knob"] for k in compare["knobs"]} == {"instances", "preferred batch sizes", "queue delay (us)", "transport"}
+    assert compare["best"]["stable"] and compare["best"]["throughput"] > 0
+    for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png", "12_candidates.png",
+                "13_latency_split.png"):
         assert (ci_run / png).stat().st_size > 10_000, png

@@ -147,3 +147,56 @@ def test_engine_without_tensorrt_backend_is_listed_not_served(tiny_repo, no_left
         how = {s.name: s.how for s in server.served}
         assert how == {"engine": "not served", "tiny": "python stand-in"}
         assert tc.connect(server.url).is_model_ready("tiny")
+
+
+KERNEL = """
+import sys, time
+from helpers.server import TritonServer
+print("STARTING", flush=True)
+try:
+    server = TritonServer({repo!r}, "local", startup_timeout=120).start()
+    print("READY", flush=True)
+    time.sleep(600)
+except KeyboardInterrupt:
+    print("INTERRUPTED", flush=True)
+    sys.exit(1)
+"""
+
+
+def _kernel(tmp_path, repo) -> subprocess.Popen:
+    script = tmp_path / "kernel.py"
+    script.write_text(KERNEL.format(repo=str(repo)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("STARTING")
+    return proc
+
+
+def _new_processes_gone(before: set[int], seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not {p.pid for p in triton_processes()} - before:
+            return True
+        time.sleep(0.3)
+    return False
+
+
+@pytest.mark.parametrize("delay", [0.3, 1.5, 3.0])
+def test_kernel_killed_during_start_and_model_load_leaves_nothing(tiny_repo, tmp_path, delay):
+    """The Python-backend stub ignores SIGTERM and outlived a kernel killed mid-load; the reaper now stops it."""
+    before = {p.pid for p in triton_processes()}
+    kernel = _kernel(tmp_path, tiny_repo)
+    time.sleep(delay)  # 0.3 s: server starting; 1.5-3 s: the stand-in's stub loading the model
+    os.kill(kernel.pid, signal.SIGKILL)
+    kernel.wait()
+    assert _new_processes_gone(before), f"a Triton process outlived a kernel killed {delay} s into the start"
+
+
+def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path):
+    before = {p.pid for p in triton_processes()}
+    kernel = _kernel(tmp_path, tiny_repo)
+    time.sleep(1.0)
+    kernel.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    kernel.send_signal(signal.SIGINT)  # a second Ctrl-C while the first one's clean-up runs
+    assert kernel.wait(timeout=60) == 1 and "INTERRUPTED" in kernel.stdout.read()
+    assert _new_processes_gone(before, 20), "a Triton process outlived two Ctrl-C during start"
