@@ -129,3 +129,38 @@ def test_missing_perf_analyzer_gives_one_instruction(tmp_path, monkeypatch):
         perf.find_perf_analyzer()
     with pytest.raises(SystemExit, match="does not exist"):
         perf.require_perf_analyzer()
+
+
+def test_tensorrt_version_is_read_from_the_image(monkeypatch):
+    """Defect 6: every tag but 22.11 and 24.05 was taken for TensorRT 10, so TensorRT 11's missing --fp16 slipped by."""
+    import subprocess
+
+    seen = []
+
+    def fake_run(args, **kwargs):
+        seen.append(args)
+        return subprocess.CompletedProcess(args, 0, stdout="11.0.0.7\n", stderr="")
+
+    monkeypatch.setattr(ngc, "ensure_image", lambda image: seen.append(["pull", image]))
+    monkeypatch.setattr(convert.subprocess, "run", fake_run)
+    version = convert.tensorrt_version_in_image("26.06")
+    assert version == "11.0.0.7" and seen[0] == ["pull", "nvcr.io/nvidia/tensorrt:26.06-py3"]
+    assert "import tensorrt; print(tensorrt.__version__)" in seen[1]
+    with pytest.raises(ValueError, match="TensorRT 11 removed"):
+        convert.trtexec_args("m.onnx", "m.plan", "x", (3,), tensorrt_major=int(version.split(".")[0]))
+
+
+def test_torch_tensorrt_script_makes_the_model_fp16_before_compiling():
+    """Defect 7: from NGC 26.06 enabled_precisions={torch.half} alone only logs a message: the engine stayed FP32."""
+    script = convert.TORCH_TENSORRT_SCRIPT
+    assert "self.inner = inner.half()" in script and "x.half()" in script
+    assert script.index("HalfInside(") < script.index("torch_tensorrt.compile(")
+    assert "max abs diff against FP32" in script  # the container prints what FP16 changed
+
+
+def test_engine_inspection_runs_in_the_tensorrt_container(tmp_path):
+    compile(convert.INSPECT_ENGINE_SCRIPT, "inspect_engine.py", "exec")
+    cmd = convert.inspect_engine_command("model.plan", "engine.json", tmp_path, "24.05")
+    assert ngc.image_of(cmd) == "nvcr.io/nvidia/tensorrt:24.05-py3"
+    assert cmd[-4:] == ["python3", "inspect_engine.py", "model.plan", "engine.json"]
+    assert cmd[cmd.index("--gpus") + 1] == "device=0"

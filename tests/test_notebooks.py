@@ -25,7 +25,7 @@ def test_profiles_only_set_parameters_the_notebooks_declare():
 
     for path in series.notebooks():
         declared = papermill.inspect_notebook(str(path))
-        for profile in ("ci", "gpu-local"):
+        for profile in ("ci", "gpu-local", "docker-ci"):
             own = series.profile_parameters(profile, path.stem)
             shared = series.profile_parameters(profile, "all")
             assert set(own) - set(shared) <= set(declared), (profile, path.name)

@@ -95,3 +95,81 @@ def test_dtype_mapping_rejects_unknown():
     assert repository.numpy_dtype("TYPE_INT64") == np.dtype(np.int64)
     with pytest.raises(ValueError, match="dtype must be one of"):
         repository.triton_dtype(np.complex64)
+
+
+@pytest.fixture(scope="module")
+def resnet18_module(tmp_path_factory):
+    from helpers import export
+
+    model, _ = export.torchvision_resnet18("random")
+    return export.to_torchscript(model, tmp_path_factory.mktemp("r18") / "model.pt")
+
+
+def _r18_config(dims=(3, 224, 224), dtype="FP32", max_batch_size=8, name="INPUT__0"):
+    batch = (-1,) if max_batch_size else ()
+    return repository.build_config("r18", "pytorch_libtorch", [repository.TensorSpec(name, dtype, batch + dims)],
+                                   [repository.TensorSpec("OUTPUT__0", "FP32", batch + (1000,))],
+                                   max_batch_size=max_batch_size)
+
+
+@pytest.mark.parametrize("config_kwargs, found, fix", [
+    ({"dtype": "INT32"}, "INT32", "data_type TYPE_FP32"),
+    ({"dims": (1, 224, 224)}, "1x224x224", "dims [3, 224, 224] (3 channels; the config says 1)"),
+    ({"dims": (224, 224, 3)}, "224x224x3", "dims [3, 224, 224] (channels first, NCHW"),
+    ({"max_batch_size": 0}, "3x224x224", "max_batch_size > 0"),
+])
+def test_torchscript_config_errors_name_the_field_and_what_would_work(resnet18_module, config_kwargs, found, fix):
+    with pytest.raises(repository.ConfigMismatch) as info:
+        repository.validate(_r18_config(**config_kwargs), resnet18_module)
+    assert "model 'r18'" in str(info.value) and found in str(info.value) and fix in str(info.value)
+
+
+def test_input_index_beyond_forward_arguments_is_refused(resnet18_module):
+    with pytest.raises(repository.ConfigMismatch, match=r"'INPUT__1' names position 1 .* name it INPUT__0"):
+        repository.validate(_r18_config(name="INPUT__1"), resnet18_module)
+
+
+def test_preflight_refuses_name_mismatch_and_bad_syntax_in_seconds(tmp_path, tiny_onnx):
+    import time
+
+    from helpers.preflight import RepositoryError, check_repository
+    from helpers.runtime import RuntimeChoice, find_local_triton
+    from helpers.server import TritonServer
+
+    repo = tmp_path / "models"
+    repository.add_model(repo, repository.config_from_onnx("tiny", tiny_onnx), tiny_onnx)
+    (repo / "tiny").rename(repo / "renamed")
+    started = time.monotonic()
+    with pytest.raises(RepositoryError, match=r"model folder 'renamed': config.pbtxt says name: \"tiny\".*name: \"renamed\""):
+        TritonServer(repo, RuntimeChoice("local", "test", find_local_triton())).start()
+    assert time.monotonic() - started < 5
+    (repo / "renamed" / "config.pbtxt").write_text('name: "renamed"\nmax_batch_sise: 8\n')
+    with pytest.raises(RepositoryError, match=r"model 'renamed': .*renamed/config.pbtxt is not a valid model config: "
+                                              r".*max_batch_sise"):
+        check_repository(repo)
+    (repo / "renamed" / "config.pbtxt").write_text('name: "renamed"\nplatform: "onnxruntime_onnx"\n')
+    (repo / "renamed" / "1" / "model.onnx").rename(repo / "renamed" / "1" / "other.onnx")
+    with pytest.raises(RepositoryError, match=r"expects renamed/1/model.onnx; version folder 1/ holds \['other.onnx'\]"):
+        check_repository(repo)
+
+
+def test_config_from_engine_takes_what_the_engine_reports():
+    """Defect 10: the engine's profile and FP16 I/O were notebook 03's parameters, its config notebook 04's."""
+    described = {"tensorrt": "10.0.1", "io": [
+        {"name": "input_1", "input": True, "dtype": "HALF", "shape": [-1, 224, 224, 3],
+         "profile": [[1, 224, 224, 3], [8, 224, 224, 3], [16, 224, 224, 3]]},
+        {"name": "predictions", "input": False, "dtype": "HALF", "shape": [-1, 1000]}]}
+    config = repository.config_from_engine("engine", described)
+    assert config.max_batch_size == 16 and config.platform == "tensorrt_plan"
+    assert [repository.mc.DataType.Name(t.data_type) for t in (*config.input, *config.output)] == ["TYPE_FP16"] * 2
+    assert list(config.input[0].dims) == [224, 224, 3] and config.instance_group[0].kind == config.instance_group[0].KIND_GPU
+
+
+def test_client_refuses_non_finite_input_naming_the_count():
+    from helpers import client as tc
+
+    info = tc.ModelInfo("m", {"X": ("FP32", [-1, 4])}, {"Y": ("FP32", [-1, 2])}, 8, "onnxruntime_onnx")
+    x = np.ones((2, 4), np.float32)
+    x[0, 1], x[1, 3] = np.nan, np.inf
+    with pytest.raises(ValueError, match=r"model 'm' input 'X' has 2 non-finite values \(NaN or Inf\) of 8"):
+        tc.check_inputs(info, {"X": x})

@@ -1,0 +1,69 @@
+"""Every `docker run` shown in README.md and in the notebooks' markdown is the command the helpers run by default."""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+
+from helpers import convert, ngc, perf, series
+from helpers.runtime import RuntimeChoice
+from helpers.server import TritonServer
+
+ROOT = series.ROOT
+
+
+def shown_commands(text: str) -> list[list[str]]:
+    """`docker run` lines of the fenced bash blocks in `text`, continuation lines joined, $PWD as this folder."""
+    found = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        for line in joined.splitlines():
+            line = line.strip()
+            if line.startswith("docker run"):
+                found.append(shlex.split(line.replace("$PWD", str(ROOT))))
+    return found
+
+
+def helper_commands() -> list[list[str]]:
+    """What the helpers run with the notebooks' default parameters."""
+    for folder in ("build/keras", "build/resnet18", "runs/latest/perf", "models"):
+        (ROOT / folder).mkdir(parents=True, exist_ok=True)  # docker_run wants volume sources to exist
+    return [
+        convert.in_tensorrt_container(convert.trtexec_args("resnet50.onnx", "model.plan", "input_1", (224, 224, 3),
+                                                           batches=(1, 8, 32)), ROOT / "build" / "keras"),
+        convert.in_tensorrt_container(convert.trtexec_args("model.onnx", "model.plan", "INPUT__0", (3, 224, 224),
+                                                           batches=(1, 8, 64)), ROOT / "build" / "resnet18"),
+        TritonServer(ROOT / "models", RuntimeChoice("docker", "shown"), models=["resnet50_onnx"]).command(),
+        perf.level_command("resnet18_pytorch", "localhost:8001", ROOT / "runs" / "latest" / "perf" / "11_baseline_c1.csv",
+                           ngc.NGC_TAG, concurrency="1")[0],
+    ]
+
+
+def documents() -> dict[str, str]:
+    docs = {"README.md": (ROOT / "README.md").read_text()}
+    for path in series.notebooks():
+        cells = json.loads(path.read_text())["cells"]
+        docs[path.name] = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return docs
+
+
+def test_every_shown_docker_command_is_one_the_helpers_run():
+    expected = helper_commands()
+    shown = {name: shown_commands(text) for name, text in documents().items()}
+    assert sum(len(v) for v in shown.values()) >= 6, shown
+    for name, commands in shown.items():
+        for command in commands:
+            assert command in expected, f"{name} shows a command no helper runs:\n  {ngc.as_shell(command)}"
+
+
+def test_notebooks_that_run_containers_show_their_command():
+    shown = {name: shown_commands(text) for name, text in documents().items()}
+    for name in ("03_tensorrt_engine.ipynb", "05_start_triton.ipynb", "11_baseline_benchmark.ipynb",
+                 "12_optimize_tensorrt.ipynb", "README.md"):
+        assert shown[name], f"{name} shows no docker command"
+
+
+def test_tutorial_help_prints_only_the_usage():
+    out = subprocess.run([str(ROOT / "tutorial"), "help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "./tutorial setup" in out.stdout and "set -euo" not in out.stdout

@@ -1,0 +1,70 @@
+"""The notebooks on the docker path, executed in CI through the test `docker` (tests/fakedocker)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import triton_processes
+from helpers import repository, series
+
+FAKE = Path(__file__).resolve().parent / "fakedocker"
+DOCKER_NOTEBOOKS = ["04", "05", "06", "07", "10", "11", "13"]
+
+
+@pytest.fixture(scope="module")
+def docker_run(tmp_path_factory):
+    """Notebooks 04-07, 10, 11 and 13 with runtime='docker' (the ci run, or 01/02, made the ONNX export first)."""
+    run_dir = tmp_path_factory.mktemp("docker-run")
+    saved = {k: os.environ.get(k) for k in ("PATH", "FAKE_DOCKER_PYTHON", "FAKE_DOCKER_STATE", "FAKE_DOCKER_LOG")}
+    os.environ.update(PATH=f"{FAKE}{os.pathsep}{os.environ['PATH']}", FAKE_DOCKER_PYTHON=sys.executable,
+                      FAKE_DOCKER_STATE=str(run_dir / "docker-state"), FAKE_DOCKER_LOG=str(run_dir / "docker.jsonl"))
+    try:
+        if not (series.ROOT / "build" / "keras" / "resnet50.onnx").exists():
+            series.run_series(tmp_path_factory.mktemp("prerequisites"), profile="ci", only=["01", "02"])
+        series.run_series(run_dir, profile="docker-ci", only=DOCKER_NOTEBOOKS)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return run_dir
+
+
+def _results(run_dir, name):
+    return json.loads((run_dir / "results" / f"{name}.json").read_text())
+
+
+@pytest.mark.notebooks
+def test_docker_notebooks_run_through_the_ngc_images(docker_run):
+    report = (docker_run / "report.md").read_text()
+    assert report.count("| ok |") == len(DOCKER_NOTEBOOKS) and "FAILED" not in report
+    calls = [json.loads(line) for line in (docker_run / "docker.jsonl").read_text().splitlines()]
+    runs = [c for c in calls if c[0] == "run"]
+    assert any("nvcr.io/nvidia/tritonserver:24.05-py3" in c for c in runs)
+    assert any("nvcr.io/nvidia/tritonserver:24.05-py3-sdk" in c for c in runs)
+    pulled = [c[1] for c in calls if c[0] == "pull"]
+    assert len(pulled) == len(set(pulled)) == 2  # each image pulled once, explicitly, before its first run
+    assert all("--gpus" not in c or c[c.index("--gpus") + 1] == "device=0" for c in runs)
+    assert not triton_processes(), "a docker-path notebook left a Triton process running"
+
+
+@pytest.mark.notebooks
+def test_docker_path_writes_gpu_configs_and_loads_only_what_it_uses(docker_run):
+    """Defect 4: KIND followed the host's PyTorch (no CUDA here), not the server's GPU."""
+    for model in ("resnet50_onnx", "resnet18_pytorch"):
+        config = repository.read_config(series.ROOT / "models" / model)
+        assert [g.kind for g in config.instance_group] == [config.instance_group[0].KIND_GPU], model
+    assert _results(docker_run, "05_start_triton")["ready_models"] == ["resnet50_onnx"]
+    assert _results(docker_run, "06_http_client")["parity_http_vs_local"]["top1_agreement"] == 1.0
+    latency = _results(docker_run, "07_local_vs_triton")["latency_ms"]  # defect 5: like compared with like
+    assert {"Triton HTTP, batch 1", "Triton HTTP on the GPU, batch 1"} <= set(latency)
+    assert "resnet50_onnx_cpu" in _results(docker_run, "07_local_vs_triton")["served"]
+    compare = _results(docker_run, "13_dynamic_batching_compare")
+    assert set(compare["at_top_concurrency"]) == {"baseline", "baseline + dynamic batching"}
+    assert all(v["throughput"] > 0 for v in compare["at_top_concurrency"].values())
+    assert [row["concurrency"] for row in _results(docker_run, "11_baseline_benchmark")["table"]] == [1, 4]
