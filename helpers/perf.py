@@ -111,6 +111,7 @@ def level_command(model: str, url: str, csv_file: str | Path, docker_tag: str | 
     """The exact command (and extra environment) that measures one concurrency level into `csv_file`: perf_analyzer
     here, or in the SDK image with the CSV's folder mounted at /results so the CSV outlives the container."""
     csv_file = Path(csv_file).resolve()
+    csv_file.parent.mkdir(parents=True, exist_ok=True)
     if docker_tag:
         args = perf_args(model, url, csv_file=f"/results/{csv_file.name}", **kwargs)
         return docker_command(args, docker_tag, results_dir=csv_file.parent), {}

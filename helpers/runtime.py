@@ -107,7 +107,9 @@ def _pytriton_bundle() -> LocalTriton | None:
             link.symlink_to(src)
     libs = purelib / "nvidia_pytriton.libs"
     ld = os.pathsep.join(p for p in [str(libs), os.environ.get("LD_LIBRARY_PATH", "")] if p)
-    return LocalTriton(binary, backend_dir, "bundled in the nvidia-pytriton wheel (Python backend only)",
+    built = [b for b in list_backends(backend_dir) if b != "python"]
+    source = "bundled in the nvidia-pytriton wheel; backends: python" + "".join(f", {b} (built by setup)" for b in built)
+    return LocalTriton(binary, backend_dir, source,
                        {"LD_LIBRARY_PATH": ld})
 
 

@@ -52,6 +52,29 @@ def profile_parameters(profile: str | None, notebook: str) -> dict:
     return {**(entry.get("all") or {}), **(entry.get(notebook) or {})}
 
 
+def auto_profile() -> tuple[str | None, str]:
+    """The profile that fits this machine, and why: Docker + GPU -> the article's sweeps (no profile); a GPU
+    without Docker -> gpu-local; CPU only -> ci (short sweeps)."""
+    from .runtime import choose_runtime
+
+    choice = choose_runtime("auto")
+    if choice.name == "docker":
+        return None, f"{choice}: the article's parameters (16 concurrency levels, 5 s windows)"
+    import torch
+
+    if torch.cuda.is_available():
+        return "gpu-local", f"{choice}; PyTorch sees {torch.cuda.get_device_name(0)}: GPU profile, sweeps of 4 levels"
+    return "ci", f"{choice}; no GPU: the CPU profile (short sweeps; the article's 16-level sweeps take 40+ min here)"
+
+
+def expected_duration(profile: str | None) -> str:
+    """What a whole series took with this profile when it was last measured (notebooks/profiles.yml `about`)."""
+    import yaml
+
+    entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
+    return entry.get("about", "not measured for this profile yet")
+
+
 def save_results(run_dir: str | Path, notebook: str, results: dict) -> None:
     """Store a notebook's key numbers as results/<notebook>.json in the run folder, for the report."""
     path = Path(run_dir) / "results" / f"{notebook}.json"
@@ -109,8 +132,13 @@ if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(description="Run the tutorial notebooks with papermill.")
-    parser.add_argument("--profile", help="parameter profile from notebooks/profiles.yml (e.g. ci, gpu-local)")
+    parser.add_argument("--profile", default="auto",
+                        help="parameter profile from notebooks/profiles.yml (ci, gpu-local, docker-ci), 'article' for "
+                             "the notebooks' own parameters, or auto (default: chosen from this machine)")
     parser.add_argument("--run-dir", help="output folder (default runs/<timestamp>)")
     parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 00 05")
     ns = parser.parse_args()
-    run_series(ns.run_dir, ns.profile, ns.only)
+    chosen, why = (auto_profile() if ns.profile == "auto" else
+                   (None if ns.profile == "article" else ns.profile, "asked for with --profile"))
+    print(f"profile: {chosen or 'article'} ({why}); expected: {expected_duration(chosen)}", flush=True)
+    run_series(ns.run_dir, chosen, ns.only)
