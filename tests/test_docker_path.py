@@ -93,7 +93,7 @@ def test_container_is_removed_when_the_kernel_is_killed(fake_docker, tiny_repo, 
 
 
 def test_perf_analyzer_csv_comes_back_from_the_sdk_container(fake_docker, tiny_repo, tmp_path):
-    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")):
         table = perf.run("tiny", "localhost:8001", tmp_path / "perf" / "tiny.csv", concurrency="1:2:1",
                          docker_tag=ngc.NGC_TAG, measurement_interval_ms=600, max_trials=5,
                          stability_percentage=100, progress=False)

@@ -100,3 +100,17 @@ def test_torchscript_that_cannot_run_its_inputs_fails_to_load_and_is_named(tmp_p
     with pytest.raises(ServerError, match=r"model 'wrong_inputs'") as info:  # and by the server's load-time warm-up
         TritonServer(repo, "local", startup_timeout=60, preflight=False).start()
     assert "last" in str(info.value) and "lines of" in str(info.value)  # the log tail comes with it
+
+
+def test_missing_sources_are_named_and_nothing_else_changes(tmp_path, monkeypatch, capsys):
+    local = find_local_triton()
+    before = sorted(p.name for p in (local.backend_dir / "pytorch").iterdir())
+    monkeypatch.setenv("TRITON_SOURCE_DIR", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    args = ["pytorch", "--cache", str(tmp_path / "cache"), "--force"]
+    assert native_backends.main(args) == 0  # setup goes on: TorchScript falls back to the stand-in, labelled
+    assert native_backends.main([*args, "--strict"]) == 1
+    err = capsys.readouterr().err
+    assert "pytorch backend: NOT built" in err and "has neither common-r24.10.tar.gz nor common/" in err
+    assert "served by the Python stand-in" in err
+    assert sorted(p.name for p in (local.backend_dir / "pytorch").iterdir()) == before  # the built one is kept

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import make_onnx, triton_processes
+from conftest import triton_processes
 from helpers import client as tc
 from helpers import export, perf, repository
 from helpers.runtime import RuntimeChoice
