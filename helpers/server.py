@@ -126,7 +126,11 @@ class TritonServer:
         self.launcher.before_start(self)  # docker: pull the image, with progress, before the clock starts
         with _NoInterrupt():
             self.workdir.mkdir(parents=True, exist_ok=True)
-            self.served, extra_env = self.launcher.prepare(self)
+            try:
+                self.served, extra_env = self.launcher.prepare(self)
+            except BaseException:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+                raise
             env = {**os.environ, **extra_env}
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
             with open(self.log_file, "wb") as log:
