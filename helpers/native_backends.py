@@ -152,8 +152,10 @@ def fetch_sources(repos: list[str], branch: str, cache: Path) -> Sources:
             elif archive.is_file():
                 with tarfile.open(archive) as tar:
                     tar.extractall(root, filter="data")
+                if not target.is_dir() and (root / f"{repo}-{branch}").is_dir():  # GitHub's own archive layout
+                    (root / f"{repo}-{branch}").rename(target)
                 if not target.is_dir():
-                    raise BuildUnavailable(f"{archive} did not unpack to a folder named {repo}")
+                    raise BuildUnavailable(f"{archive} did not unpack to a folder named {repo} (or {repo}-{branch})")
             else:
                 raise BuildUnavailable(f"TRITON_SOURCE_DIR={given} has neither {archive.name} nor {repo}/")
             sources.origin = f"TRITON_SOURCE_DIR ({given})"
