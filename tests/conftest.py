@@ -56,3 +56,13 @@ def tiny_repo(tmp_path, tiny_onnx) -> Path:
                                          max_queue_delay_us=100)
     repository.add_model(repo, config, tiny_onnx)
     return repo
+
+
+@pytest.fixture(scope="session")
+def ci_run(tmp_path_factory):
+    """Every notebook executed once with the ci profile; the run folder (shared by the tests that read it)."""
+    from helpers import series
+
+    run_dir = tmp_path_factory.mktemp("run")
+    series.run_series(run_dir, profile="ci")
+    return run_dir

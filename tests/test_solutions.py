@@ -1,0 +1,36 @@
+"""The exercises' solutions (solutions/*.ipynb) execute after the ci run, so a broken solution fails CI."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import series
+
+SOLUTIONS = series.ROOT / "solutions"
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("name", ["07_exercises", "13_exercises"])
+def test_solutions_execute_and_answer(ci_run, name, tmp_path):
+    import papermill
+
+    papermill.execute_notebook(str(SOLUTIONS / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
+                               parameters={"runtime": "local", "run_dir": str(ci_run)}, cwd=str(SOLUTIONS),
+                               kernel_name="python3", progress_bar=False)
+    answer = json.loads((ci_run / "results" / f"{name}.json").read_text())
+    if name == "07_exercises":
+        assert "32" in answer["refused"] and "TYPE_FP16 in config" in answer["preflight"]
+        assert set(answer["extra_ms_per_image"]) == {"1", "8"}
+    else:
+        assert [row["setting"] for row in answer["knobs"]] == ["delay 0 us", "delay 5000 us", "2 instances"]
+        assert answer["largest"] in answer["baseline_split"]
+
+
+def test_each_track_ends_with_exercises_that_point_to_their_solutions():
+    for notebook, solution in (("07_local_vs_triton", "07_exercises"), ("13_dynamic_batching_compare", "13_exercises")):
+        cells = json.loads((series.NOTEBOOK_DIR / f"{notebook}.ipynb").read_text())["cells"]
+        last = "".join(cells[-1]["source"])
+        assert last.startswith("## Exercises") and f"solutions/{solution}.ipynb" in last
+        assert last.count("\n1. ") + last.count("\n2. ") + last.count("\n3. ") == 3
+        assert (SOLUTIONS / f"{solution}.ipynb").exists()
