@@ -60,9 +60,14 @@ def tiny_repo(tmp_path, tiny_onnx) -> Path:
 
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory):
-    """Every notebook executed once with the ci profile; the run folder (shared by the tests that read it)."""
+    """Every notebook executed once with the ci profile; the run folder (shared by the tests that read it).
+    TUTORIAL_CI_RUN=<folder of a finished ci run> reuses one instead, when working on the tests that read it."""
+    import os
+
     from helpers import series
 
+    if os.environ.get("TUTORIAL_CI_RUN"):
+        return Path(os.environ["TUTORIAL_CI_RUN"])
     run_dir = tmp_path_factory.mktemp("run")
     series.run_series(run_dir, profile="ci")
     return run_dir

@@ -1,0 +1,98 @@
+"""A static site of the series (MkDocs Material + mkdocs-jupyter): the README, the docs and the notebooks as one run
+executed them, outputs and plots included. `python -m helpers.site [RUN_DIR]`, or `./tutorial docs [RUN_DIR]`."""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .series import ROOT, notebooks
+
+SITE_SOURCE = ROOT / "build" / "site-src"
+SITE = ROOT / "build" / "site"
+_DOCS = {"docs/benchmarks.md": "benchmarks.md", "docs/workshop.md": "workshop.md"}
+
+
+def latest_run(runs: Path = ROOT / "runs") -> Path:
+    """The newest run folder that executed every notebook (it has report.md and all twelve notebooks)."""
+    names = {nb.name for nb in notebooks()}
+    done = [d for d in runs.iterdir() if (d / "report.md").exists() and names <= {p.name for p in d.glob("*.ipynb")}] \
+        if runs.is_dir() else []
+    if not done:
+        raise FileNotFoundError(f"no complete run in {runs}: run `./tutorial series` first, or pass a run folder")
+    return max(done, key=lambda d: d.stat().st_mtime)
+
+
+def _index(readme: str) -> str:
+    """The README as the site's home page, its links to docs/ pointed at the site's pages."""
+    for source, page in _DOCS.items():
+        readme = readme.replace(f"]({source})", f"]({page})")
+    return readme
+
+
+def assemble(run_dir: Path, target: Path = SITE_SOURCE) -> list[str]:
+    """Lay out the pages (markdown and executed notebooks) in `target`; returns the nav entries' files."""
+    executed = [run_dir / nb.name for nb in notebooks()]
+    missing = [p.name for p in executed if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"{run_dir} lacks executed notebooks {missing}: run `./tutorial series` first")
+    shutil.rmtree(target, ignore_errors=True)
+    (target / "notebooks").mkdir(parents=True)
+    (target / "index.md").write_text(_index((ROOT / "README.md").read_text()))
+    for source, page in _DOCS.items():
+        shutil.copyfile(ROOT / source, target / page)
+    for folder in ("img", "data"):
+        shutil.copytree(ROOT / "docs" / folder, target / folder)
+    for path in executed:  # papermill's injected-parameters cell stays: it shows what this run used
+        shutil.copyfile(path, target / "notebooks" / path.name)
+    return ["index.md", *_DOCS.values(), *[f"notebooks/{p.name}" for p in executed]]
+
+
+def config(pages: list[str], run_dir: Path, source: Path = SITE_SOURCE) -> Path:
+    """mkdocs.yml for the assembled pages (written beside them)."""
+    def title(page: str) -> str:
+        if page.endswith(".ipynb"):
+            return re.sub(r"^(\d+)_", r"\1 ", Path(page).stem).replace("_", " ")
+        return {"index.md": "Home", "benchmarks.md": "Measured on an H200", "workshop.md": "Instructor's guide"}[page]
+
+    nav = "\n".join(f"  - {json.dumps(title(p))}: {p}" for p in pages)
+    path = source.parent / "mkdocs.yml"
+    path.write_text(f"""site_name: Image classifiers on NVIDIA Triton
+site_description: executed notebooks of run {run_dir.name}
+docs_dir: {source}
+theme:
+  name: material
+plugins:
+  - search
+  - mkdocs-jupyter:
+      execute: false
+      include_source: true
+nav:
+{nav}
+""")
+    return path
+
+
+def build(run_dir: Path | None = None, out: Path = SITE) -> Path:
+    """Assemble and build the site into `out`; returns its index.html."""
+    run_dir = Path(run_dir).resolve() if run_dir else latest_run()
+    pages = assemble(run_dir)
+    cfg = config(pages, run_dir)
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(cfg), "-d", str(out)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"mkdocs build failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    print(f"site of run {run_dir.name}: {out / 'index.html'} ({len(pages)} pages)")
+    return out / "index.html"
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", nargs="?", help="an executed run folder (default: the newest complete one in runs/)")
+    parser.add_argument("--out", type=Path, default=SITE)
+    ns = parser.parse_args()
+    build(ns.run_dir, ns.out)
