@@ -82,8 +82,9 @@ def build(run_dir: Path | None = None, out: Path = SITE) -> Path:
     run_dir = Path(run_dir).resolve() if run_dir else latest_run()
     pages = assemble(run_dir)
     cfg = config(pages, run_dir)
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(cfg), "-d", str(out)],
-                          capture_output=True, text=True)
+    # from build/: mkdocs-jupyter keeps its conversion cache (.cache/) in the working directory
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(cfg), "-d", str(Path(out).resolve())],
+                          capture_output=True, text=True, cwd=cfg.parent)
     if done.returncode != 0:
         raise RuntimeError(f"mkdocs build failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
     print(f"site of run {run_dir.name}: {out / 'index.html'} ({len(pages)} pages)")
