@@ -149,7 +149,7 @@ class HalfInside(torch.nn.Module):
 example = torch.randn(opt, 3, 224, 224, device="cuda")
 with torch.inference_mode():
     reference = fp32(example)
-    module = torch.jit.trace(HalfInside(torch.jit.load(src).eval().cuda()), example)
+    module = torch.jit.trace(HalfInside(torch.jit.load(src).eval().cuda()), example)  # a second copy: .half() is in place
 spec = [torch_tensorrt.Input(min_shape=(low, 3, 224, 224), opt_shape=(opt, 3, 224, 224),
                              max_shape=(high, 3, 224, 224), dtype=torch.float32)]
 compiled = torch_tensorrt.compile(module, ir="ts", inputs=spec, enabled_precisions={torch.half, torch.float})
