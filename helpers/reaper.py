@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command under guard; return its exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--on-exit", default="", help="a command to run after the group is gone")
-    parser.add_argument("--grace", type=float, default=20.0, help="seconds between SIGTERM and SIGKILL")
+    parser.add_argument("--grace", type=float, default=15.0, help="seconds between SIGTERM and SIGKILL")
     parser.add_argument("--parent", type=int, default=0, help="pid whose death stops the group (default: our parent)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)

@@ -47,20 +47,27 @@ def _http(method: str, url: str, timeout: float = 2.0) -> tuple[int, bytes]:
 
 
 class _NoInterrupt:
-    """Hold back Ctrl-C (SIGINT) while the server is being started or stopped; deliver it afterwards."""
+    """Hold back Ctrl-C (SIGINT) while the server is being started or stopped.
 
-    def __enter__(self):
+    With deliver=True the held-back Ctrl-C is raised on leaving the block; with deliver=False the caller reads
+    `pending` and decides (start() must stop the server it has just launched before it lets the interrupt through).
+    """
+
+    def __init__(self, deliver: bool = True):
+        self.deliver = deliver
         self.pending = False
+
+    def __enter__(self) -> _NoInterrupt:
         try:
             self.previous = signal.signal(signal.SIGINT, lambda *_: setattr(self, "pending", True))
         except ValueError:  # not the main thread: nothing to hold back
             self.previous = None
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         if self.previous is not None:
             signal.signal(signal.SIGINT, self.previous)
-            if self.pending and exc[0] is None:
+            if self.deliver and self.pending and exc[0] is None:
                 raise KeyboardInterrupt
 
 
@@ -124,7 +131,7 @@ class TritonServer:
                 raise ServerError(f"port {port} on {self.host} is busy (another Triton server?): stop it, "
                                   "or pass free ports as http_port=, grpc_port=, metrics_port=")
         self.launcher.before_start(self)  # docker: pull the image, with progress, before the clock starts
-        with _NoInterrupt():
+        with _NoInterrupt(deliver=False) as held:
             self.workdir.mkdir(parents=True, exist_ok=True)
             try:
                 self.served, extra_env = self.launcher.prepare(self)
@@ -139,6 +146,8 @@ class TritonServer:
             atexit.register(self.stop)
         started = time.monotonic()
         try:
+            if held.pending:  # a Ctrl-C during the launch: the server exists now, so it is stopped before we leave
+                raise KeyboardInterrupt
             self._wait_ready()
         except BaseException:
             self.stop()
@@ -194,7 +203,7 @@ class TritonServer:
         tail = self.log_file.read_text(errors="replace").splitlines()[-lines:]
         return f"--- last {len(tail)} lines of {self.log_file} ---\n" + "\n".join(tail)
 
-    def stop(self, timeout: float = 40.0) -> None:
+    def stop(self, timeout: float = 25.0) -> None:
         """Stop the server and every process it started; safe to call twice, and Ctrl-C cannot cut it short."""
         with _NoInterrupt():
             proc, self._proc = self._proc, None
@@ -208,9 +217,12 @@ class TritonServer:
                     proc.terminate()  # the reaper stops the group, and removes the container in docker mode
                     try:
                         proc.wait(timeout)
-                    except subprocess.TimeoutExpired:
+                    except subprocess.TimeoutExpired:  # the reaper itself is stuck: kill its group, clean up here
                         os.killpg(proc.pid, signal.SIGKILL)
                         proc.wait()
+                        cleanup = self.launcher.cleanup_command(self)
+                        if cleanup:
+                            subprocess.run(cleanup, capture_output=True, timeout=60)
                 _, alive = psutil.wait_procs(group, timeout=5)
                 for child in alive:
                     child.kill()

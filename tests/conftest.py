@@ -1,6 +1,8 @@
 """Shared fixtures: a tiny ONNX classifier stand-in, a model repository, and a process census for leak checks."""
 from __future__ import annotations
 
+import os
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -10,12 +12,40 @@ import pytest
 TRITON_PROCESS_NAMES = ("tritonserver", "triton_python_backend_stub", "triton_python_b")
 
 
-def triton_processes() -> list[psutil.Process]:
-    """Live (non-zombie) tritonserver and Python-backend stub processes on this machine."""
+def pytest_addoption(parser):
+    parser.addoption("--repeat", type=int, default=1,
+                     help="run each test marked `reliability` this many times in a row (CI: 20)")
+
+
+def pytest_generate_tests(metafunc):
+    repeat = metafunc.config.getoption("repeat")
+    if repeat > 1 and metafunc.definition.get_closest_marker("reliability"):
+        metafunc.fixturenames.append("repetition")
+        metafunc.parametrize("repetition", range(1, repeat + 1), ids=lambda i: f"run{i}")
+
+
+@pytest.fixture(autouse=True)
+def test_id(monkeypatch) -> str:
+    """A tag in the environment of every process this test starts, so the census counts only this test's processes
+    (tests can then run side by side: `--repeat 20 -n 3` in CI)."""
+    tag = uuid.uuid4().hex
+    monkeypatch.setenv("TUTORIAL_TEST_ID", tag)
+    return tag
+
+
+def triton_processes(everyone: bool = False) -> list[psutil.Process]:
+    """Live (non-zombie) tritonserver and Python-backend stub processes started by the running test (every one on
+    the machine with everyone=True, or outside a test)."""
+    tag = None if everyone else os.environ.get("TUTORIAL_TEST_ID")
     found = []
     for proc in psutil.process_iter(["name", "status"]):
         if proc.info["name"] and proc.info["name"].startswith(TRITON_PROCESS_NAMES) \
                 and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            try:
+                if tag and proc.environ().get("TUTORIAL_TEST_ID") != tag:
+                    continue
+            except psutil.NoSuchProcess:
+                continue
             found.append(proc)
     return found
 

@@ -40,7 +40,7 @@ def test_series_runs_and_writes_report(ci_run):
     report = (ci_run / "report.md").read_text()
     assert report.count("| ok |") == 12 and "FAILED" not in report
     assert all((ci_run / nb.name).exists() for nb in series.notebooks())
-    assert not triton_processes(), "a notebook left a Triton process running"
+    assert not triton_processes(everyone=True), "a notebook left a Triton process running"
 
 
 @pytest.mark.notebooks

@@ -50,7 +50,7 @@ def test_docker_notebooks_run_through_the_ngc_images(docker_run):
     pulled = [c[1] for c in calls if c[0] == "pull"]
     assert len(pulled) == len(set(pulled)) == 2  # each image pulled once, explicitly, before its first run
     assert all("--gpus" not in c or c[c.index("--gpus") + 1] == "device=0" for c in runs)
-    assert not triton_processes(), "a docker-path notebook left a Triton process running"
+    assert not triton_processes(everyone=True), "a docker-path notebook left a Triton process running"
 
 
 @pytest.mark.notebooks

@@ -101,6 +101,7 @@ def test_busy_port_is_reported_before_starting(tmp_path, tiny_repo):
             server.start()
 
 
+@pytest.mark.reliability
 def test_exception_inside_with_block_stops_server(tiny_repo, no_leftovers):
     with pytest.raises(RuntimeError, match="boom"):
         with TritonServer(tiny_repo, "local") as server:
@@ -109,6 +110,7 @@ def test_exception_inside_with_block_stops_server(tiny_repo, no_leftovers):
     assert not server.running
 
 
+@pytest.mark.reliability
 def test_killed_parent_leaves_nothing_running(tiny_repo, tmp_path, no_leftovers):
     """A kernel restart kills the Python process without running any clean-up: the server must still go."""
     script = tmp_path / "parent.py"
@@ -150,22 +152,29 @@ def test_engine_without_tensorrt_backend_is_listed_not_served(tiny_repo, no_left
 
 
 KERNEL = """
-import sys, time
+import os, sys, time
+import psutil
+from helpers import launchers
 from helpers.server import TritonServer
+if {slow_prepare}:  # widens the moment between preparing the repository and launching the server
+    prepare = launchers.LocalLauncher.prepare
+    launchers.LocalLauncher.prepare = lambda self, server: (time.sleep({slow_prepare}), prepare(self, server))[1]
 print("STARTING", flush=True)
 try:
     server = TritonServer({repo!r}, "local", startup_timeout=120).start()
     print("READY", flush=True)
     time.sleep(600)
 except KeyboardInterrupt:
-    print("INTERRUPTED", flush=True)
+    # a notebook kernel lives on after an interrupted cell: what it started must be gone now, not at its exit
+    left = [p.name() for p in psutil.Process().children(recursive=True)]
+    print("INTERRUPTED", "LEFT", *left, flush=True)
     sys.exit(1)
 """
 
 
-def _kernel(tmp_path, repo) -> subprocess.Popen:
+def _kernel(tmp_path, repo, slow_prepare: float = 0.0) -> subprocess.Popen:
     script = tmp_path / "kernel.py"
-    script.write_text(KERNEL.format(repo=str(repo)))
+    script.write_text(KERNEL.format(repo=str(repo), slow_prepare=slow_prepare))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().startswith("STARTING")
     return proc
@@ -180,6 +189,7 @@ def _new_processes_gone(before: set[int], seconds: float = 30) -> bool:
     return False
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("delay", [0.3, 1.5, 3.0])
 def test_kernel_killed_during_start_and_model_load_leaves_nothing(tiny_repo, tmp_path, delay):
     """The Python-backend stub ignores SIGTERM and outlived a kernel killed mid-load; the reaper now stops it."""
@@ -191,12 +201,24 @@ def test_kernel_killed_during_start_and_model_load_leaves_nothing(tiny_repo, tmp
     assert _new_processes_gone(before), f"a Triton process outlived a kernel killed {delay} s into the start"
 
 
-def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path):
+@pytest.mark.reliability
+# "launch": both Ctrl-C land while the repository is prepared and the server launched (held back until the launch is
+# done; before the fix the interrupt was then raised with the server left running, until the kernel exited);
+# "load": the first lands while the server loads the model, the second while the first's clean-up runs.
+@pytest.mark.parametrize("moment, slow_prepare, first, gap", [("launch", 1.5, 0.5, 0.3), ("load", 0.0, 1.0, 0.2)])
+def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path, moment, slow_prepare, first, gap):
     before = {p.pid for p in triton_processes()}
-    kernel = _kernel(tmp_path, tiny_repo)
-    time.sleep(1.0)
+    kernel = _kernel(tmp_path, tiny_repo, slow_prepare)
+    time.sleep(first)
     kernel.send_signal(signal.SIGINT)
-    time.sleep(0.2)
-    kernel.send_signal(signal.SIGINT)  # a second Ctrl-C while the first one's clean-up runs
-    assert kernel.wait(timeout=60) == 1 and "INTERRUPTED" in kernel.stdout.read()
+    time.sleep(gap)
+    kernel.send_signal(signal.SIGINT)
+    try:
+        code = kernel.wait(timeout=40)  # stop() is bounded: 15 s grace in the reaper, 25 s in stop()
+    except subprocess.TimeoutExpired:
+        kernel.kill()
+        raise AssertionError(f"the kernel hung after two Ctrl-C during {moment}") from None
+    out = kernel.stdout.read()
+    assert code == 1 and "INTERRUPTED" in out, out
+    assert out.split("LEFT")[1].split() == [], f"still running when the interrupted cell returned: {out}"
     assert _new_processes_gone(before, 20), "a Triton process outlived two Ctrl-C during start"
