@@ -112,9 +112,10 @@ def half_precision(model):
 
 
 def to_torchscript(model, path: str | Path, *, device: str = "cpu", fp16: bool = False, freeze: bool = False,
-                   channels_last: bool = False, example_batch: int = 1) -> Path:
+                   channels_last: bool = False, example_batch: int = 1, uint8_input: bool = False) -> Path:
     """Trace a torch model on `device` and save it as TorchScript; optionally FP16 inside (FP32 at its edges),
-    NHWC (channels_last) memory inside, and frozen (weights as constants, batch norm folded into convolutions)."""
+    NHWC (channels_last) memory inside, frozen (weights as constants, batch norm folded into convolutions), and
+    taking UINT8 NHWC images with the ImageNet normalization inside (`uint8_input`, see with_preprocessing)."""
     import torch
 
     if fp16 and device == "cpu":
@@ -122,7 +123,11 @@ def to_torchscript(model, path: str | Path, *, device: str = "cpu", fp16: bool =
     module = (half_precision(model) if fp16 else model).to(device).eval()
     if channels_last:
         module = nhwc(module)
-    example = torch.randn(example_batch, 3, 224, 224, device=device)
+    if uint8_input:
+        module = with_preprocessing(module).to(device)
+        example = torch.randint(0, 256, (example_batch, 224, 224, 3), dtype=torch.uint8, device=device)
+    else:
+        example = torch.randn(example_batch, 3, 224, 224, device=device)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with torch.inference_mode():
@@ -132,6 +137,28 @@ def to_torchscript(model, path: str | Path, *, device: str = "cpu", fp16: bool =
         traced = torch.jit.freeze(traced.eval())
     traced.save(str(path))
     return path
+
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def with_preprocessing(model):
+    """Wrap an NCHW FP32 classifier so it takes UINT8 NHWC images (224x224x3, 0..255, as decoded) and normalizes them
+    itself, on the model's device: 150 KB per image on the wire instead of 602 KB, and no client-side preprocessing."""
+    import torch
+
+    class Uint8Input(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+            self.register_buffer("scale", 1.0 / (255.0 * torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)))
+            self.register_buffer("shift", (torch.tensor(IMAGENET_MEAN) / torch.tensor(IMAGENET_STD)).view(1, 3, 1, 1))
+
+        def forward(self, x):
+            return self.inner(x.permute(0, 3, 1, 2).float() * self.scale - self.shift)
+
+    return Uint8Input(model)
 
 
 def nhwc(model):

@@ -4,13 +4,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 from . import ngc
 
@@ -25,6 +30,88 @@ class PerfAnalyzerNotFound(RuntimeError):
 
 class UnstableMeasurement(RuntimeError):
     """perf_analyzer could not get measurements within --stability-percentage in --max-trials windows."""
+
+
+class MemoryLimitExceeded(RuntimeError):
+    """perf_analyzer's resident memory passed the limit; it was stopped before the kernel's OOM killer could act."""
+
+
+# perf_analyzer keeps a copy of every request it sends over gRPC/HTTP until it exits (upstream issue #84), so its
+# memory grows with bytes sent: about 250 MB/s with 602 KB FP32 images at concurrency 4 on two CPU cores, 124 GB
+# and an OOM kill within a minute on an H200. Shared memory (`--shared-memory system|cuda`) sends no tensor bytes.
+MEMORY_ISSUE = "https://github.com/triton-inference-server/perf_analyzer/issues/84"
+MEMORY_CAP_GB = 4.0
+MEMORY_SHARE = 0.25
+
+
+def default_memory_limit_gb() -> float:
+    """The default ceiling for one perf_analyzer: a quarter of the memory available now, at most 4 GB."""
+    return round(min(MEMORY_CAP_GB, psutil.virtual_memory().available / 2**30 * MEMORY_SHARE), 2)
+
+
+@dataclass
+class Watched:
+    """What one watched perf_analyzer did: exit status, output, peak resident memory and its trace over time."""
+
+    returncode: int
+    output: list[str]
+    peak_mb: float
+    trace: list[tuple[float, float]]  # (seconds since start, resident MB)
+    stopped: str = ""                 # why the guard stopped it ("" when it ended on its own)
+
+
+def _tree_rss(procs: list[psutil.Process]) -> float:
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total / 2**20
+
+
+def _watched_processes(root: psutil.Process, marker: str) -> list[psutil.Process]:
+    """The command's process tree, and a perf_analyzer running in a container (visible on the host, not a child of
+    the `docker` CLI) whose command line names `marker`."""
+    try:
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        procs = []
+    pids = {p.pid for p in procs}
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if proc.pid not in pids and proc.info["name"] == "perf_analyzer" and marker in " ".join(proc.info["cmdline"] or []):
+            procs.append(proc)
+    return procs
+
+
+def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: float, interval: float = 0.2) -> Watched:
+    """Run `command` and sample the resident memory of the perf_analyzer it starts every `interval` seconds;
+    past `limit_gb`, kill it (SIGKILL to perf_analyzer, wherever it runs) and say so in `stopped`."""
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
+        root, started, trace, stopped = psutil.Process(proc.pid), time.monotonic(), [], ""
+        try:
+            while proc.poll() is None:
+                procs = _watched_processes(root, marker)
+                mb = _tree_rss(procs)
+                trace.append((round(time.monotonic() - started, 2), round(mb, 1)))
+                if mb > limit_gb * 1024 and not stopped:
+                    stopped = (f"perf_analyzer passed the memory limit of {limit_gb:g} GB ({mb:.0f} MB resident "
+                               f"after {trace[-1][0]:.0f} s) and was stopped")
+                    for victim in procs:
+                        try:
+                            victim.send_signal(signal.SIGKILL if victim.name() == "perf_analyzer" else signal.SIGTERM)
+                        except (psutil.NoSuchProcess, psutil.AccessDenied):
+                            continue
+                time.sleep(interval)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        out.seek(0)
+        lines = out.readlines()
+    peak = max((mb for _, mb in trace), default=0.0)
+    return Watched(proc.returncode, lines, peak, trace, stopped)
 
 
 @dataclass
@@ -74,7 +161,8 @@ def require_perf_analyzer() -> PerfAnalyzer:
 
 def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str = "1:16:1", batch_size: int = 1,
               measurement_interval_ms: int = 5000, max_trials: int = 10, stability_percentage: int = 10,
-              shared_memory: str = "none", csv_file: str | None = None, percentile: int | None = None) -> list[str]:
+              shared_memory: str = "none", csv_file: str | None = None, percentile: int | None = None,
+              input_data: str | None = None, shapes: dict[str, Sequence[int]] | None = None) -> list[str]:
     """perf_analyzer's arguments (without the binary) for a concurrency sweep `start:end:step`."""
     if protocol not in ("http", "grpc"):
         raise ValueError(f"protocol must be 'http' or 'grpc'; got {protocol!r}")
@@ -85,6 +173,10 @@ def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str 
     args = ["-m", model, "-u", url, "-i", protocol, "-b", str(batch_size), "--concurrency-range", concurrency,
             "--measurement-interval", str(measurement_interval_ms), "--max-trials", str(max_trials),
             "--stability-percentage", str(stability_percentage), "--shared-memory", shared_memory]
+    if input_data:
+        args += ["--input-data", input_data]
+    for name, dims in (shapes or {}).items():
+        args += ["--shape", f"{name}:{','.join(str(d) for d in dims)}"]
     if percentile:
         args += ["--percentile", str(percentile)]
     if csv_file:
@@ -119,34 +211,46 @@ def level_command(model: str, url: str, csv_file: str | Path, docker_tag: str | 
     return [str(pa.binary), *perf_args(model, url, csv_file=str(csv_file), **kwargs)], pa.env
 
 
-def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwargs: dict) -> list[str]:
-    """One perf_analyzer invocation; returns its output lines, raises when it fails or never stabilizes."""
+def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwargs: dict,
+               memory_limit_gb: float) -> Watched:
+    """One perf_analyzer invocation under the memory guard; raises when it fails, passes the limit or never
+    stabilizes."""
     command, env = level_command(model, url, csv_file, docker_tag, **kwargs)
     if docker_tag:
         ngc.ensure_image(ngc.image("sdk", docker_tag))
-    out = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         env={**os.environ, **env})
-    lines = out.stdout.splitlines(keepends=True)
+    watched = watch(command, {**os.environ, **env}, marker=csv_file.name, limit_gb=memory_limit_gb)
+    lines = watched.output
+    if watched.stopped:
+        transport = kwargs.get("shared_memory", "none")
+        remedy = ("shorten --measurement-interval or lower --max-trials, or raise memory_limit_gb"
+                  if transport != "none" else
+                  "send the tensors through shared memory (shared_memory='system', or 'cuda' with a GPU client), "
+                  "or shorten --measurement-interval / lower --max-trials")
+        raise MemoryLimitExceeded(f"{model!r} at concurrency {kwargs.get('concurrency')}: {watched.stopped}; "
+                                  f"it keeps every request it sends over {kwargs.get('protocol', 'grpc')} "
+                                  f"({MEMORY_ISSUE}): {remedy}")
     if any("Failed to obtain stable measurement" in ln for ln in lines):
         raise UnstableMeasurement(f"perf_analyzer found no stable measurement for {model!r} at concurrency "
                                   f"{kwargs.get('concurrency')}: lengthen --measurement-interval or loosen "
                                   "--stability-percentage")
-    if out.returncode != 0 or not csv_file.exists() or any(re.search(r"had error|Failed to|failed", ln) for ln in lines):
-        raise RuntimeError(f"perf_analyzer failed (exit {out.returncode}) for model {model!r}; command:\n"
+    if watched.returncode != 0 or not csv_file.exists() or any(re.search(r"had error|Failed to|failed", ln) for ln in lines):
+        raise RuntimeError(f"perf_analyzer failed (exit {watched.returncode}) for model {model!r}; command:\n"
                            f"  {ngc.as_shell(command)}\n" + "".join(lines[-25:]))
-    return lines
+    return watched
 
 
 def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:1", docker_tag: str | None = None,
-        progress: bool = True, **kwargs) -> pd.DataFrame:
+        progress: bool = True, memory_limit_gb: float | None = None, **kwargs) -> pd.DataFrame:
     """Measure each concurrency level of `start:end:step` with perf_analyzer, with a progress bar.
 
-    Returns one row per level (perf_analyzer's CSV, parsed); a level that never stabilizes is kept with
-    stable=False and no numbers, so one noisy level does not lose the sweep. Raises when no level is stable.
-    Each level's output goes to <csv>.log; with docker_tag, perf_analyzer runs from the NGC SDK image.
+    Returns one row per level (perf_analyzer's CSV, parsed) with perf_analyzer's peak resident memory (`peak_rss_mb`);
+    a level that never stabilizes or passes `memory_limit_gb` (default: default_memory_limit_gb()) is kept with
+    stable=False, no numbers and the reason in `error`, so one bad level does not lose the sweep. Raises when no level
+    is stable. Each level's output goes to <csv>.log; with docker_tag, perf_analyzer runs from the NGC SDK image.
     """
     from tqdm.auto import tqdm
 
+    limit = memory_limit_gb or default_memory_limit_gb()
     csv_file = Path(csv_file).resolve()
     csv_file.parent.mkdir(parents=True, exist_ok=True)
     rows, log = [], []
@@ -154,16 +258,18 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
                       disable=not progress):
         level_csv = csv_file.with_name(f"{csv_file.stem}_c{level}.csv")
         try:
-            log += _run_level(model, url, level_csv, docker_tag, {**kwargs, "concurrency": str(level)})
-            rows.append(parse_csv(level_csv).assign(stable=True))
+            watched = _run_level(model, url, level_csv, docker_tag, {**kwargs, "concurrency": str(level)}, limit)
+            log += watched.output
+            rows.append(parse_csv(level_csv).assign(stable=True, peak_rss_mb=watched.peak_mb, error=""))
             level_csv.unlink()
-        except UnstableMeasurement as exc:
+        except (UnstableMeasurement, MemoryLimitExceeded) as exc:
             log.append(f"{exc}\n")
-            rows.append(pd.DataFrame({"concurrency": [level], "stable": [False]}))
+            rows.append(pd.DataFrame({"concurrency": [level], "stable": [False], "error": [str(exc)]}))
     csv_file.with_suffix(".log").write_text("".join(log))
     table = pd.concat(rows, ignore_index=True)
     if not table["stable"].any():
-        raise UnstableMeasurement(f"no concurrency level of {concurrency} was stable for {model!r}; "
+        reasons = "; ".join(dict.fromkeys(table["error"]))
+        raise UnstableMeasurement(f"no concurrency level of {concurrency} was stable for {model!r}: {reasons}; "
                                   f"see {csv_file.with_suffix('.log')}")
     table.to_csv(csv_file, index=False)
     return table
@@ -171,16 +277,32 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
 
 def measure_level(model: str, url: str, csv_file: str | Path, concurrency: int, *, docker_tag: str | None = None,
                   **kwargs) -> dict:
-    """One concurrency level as one row; a setting that never stabilizes, or whose perf_analyzer dies, comes back as
-    stable=False with no numbers and the reason in `error`, so one bad setting does not lose the others."""
+    """One concurrency level as one row; a setting that never stabilizes, passes the memory limit, or whose
+    perf_analyzer dies, comes back as stable=False with no numbers and the reason in `error`, so one bad setting does
+    not lose the others."""
     try:
         table = run(model, url, csv_file, concurrency=str(concurrency), docker_tag=docker_tag, progress=False, **kwargs)
-        return {**table.iloc[0].to_dict(), "error": ""}
+        return table.iloc[0].to_dict()
     except (UnstableMeasurement, RuntimeError) as exc:
         reason = str(exc).splitlines()[0]
         print(f"{model} at concurrency {concurrency}: {reason}")
         return {"concurrency": concurrency, "stable": False, "throughput": float("nan"), "p99_ms": float("nan"),
                 "error": reason}
+
+
+def memory_trace(model: str, url: str, csv_file: str | Path, *, concurrency: int, seconds: float,
+                 memory_limit_gb: float | None = None, **kwargs) -> pd.DataFrame:
+    """perf_analyzer's resident memory over one fixed window (one trial of `seconds`), sampled every 0.2 s: the
+    growth of issue #84 made visible. Returns columns seconds, rss_mb (and the run's throughput in attrs)."""
+    docker_tag = kwargs.pop("docker_tag", None)
+    settings = {**kwargs, "concurrency": str(concurrency), "measurement_interval_ms": int(seconds * 1000),
+                "max_trials": 1, "stability_percentage": 999}
+    command, env = level_command(model, url, csv_file, docker_tag, **settings)
+    watched = watch(command, {**os.environ, **env}, marker=Path(csv_file).name,
+                    limit_gb=memory_limit_gb or default_memory_limit_gb())
+    trace = pd.DataFrame(watched.trace, columns=["seconds", "rss_mb"])
+    trace.attrs.update(peak_mb=watched.peak_mb, stopped=watched.stopped, returncode=watched.returncode)
+    return trace
 
 
 def best(table: pd.DataFrame, p99_budget_ms: float | None = None) -> pd.Series | None:

@@ -121,3 +121,15 @@ def latency_split(rows: Mapping[str, pd.Series], title: str, path: str | Path | 
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def memory_traces(traces: Mapping[str, pd.DataFrame], title: str, path: str | Path | None = None):
+    """perf_analyzer's resident memory against time, one line per transport (perf.memory_trace tables)."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for label, df in traces.items():
+        ax.plot(df["seconds"], df["rss_mb"], label=f"--shared-memory {label} (peak {df['rss_mb'].max():.0f} MB)")
+    ax.set(xlabel="seconds since perf_analyzer started", ylabel="resident memory (MB)", title=title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    return _save(fig, path)

@@ -80,15 +80,19 @@ def set_dynamic_batching(config: mc.ModelConfig, preferred_batch_sizes: Sequence
     config.dynamic_batching.max_queue_delay_microseconds = max_queue_delay_us or 0
 
 
-def add_warmup(config: mc.ModelConfig, batch_size: int = 1) -> None:
-    """Have the server run the model once on zeros as it loads: a model that cannot run its declared inputs then
-    fails to load (named, with the reason), and the first measured requests are not the framework's warm-up."""
+def add_warmup(config: mc.ModelConfig, batch_size: int | Sequence[int] = 1, count: int = 1) -> None:
+    """Have the server run the model on zeros as it loads, `count` times at each batch size: a model that cannot run
+    its declared inputs then fails to load (named, with the reason), and no measured request pays for the
+    framework's first use of a batch shape (TorchScript profiles and optimizes each new shape on its first runs)."""
     config.ClearField("model_warmup")
-    warmup = config.model_warmup.add(name="zeros", batch_size=batch_size if config.max_batch_size > 0 else 1)
-    for t in config.input:
-        warmup.inputs[t.name].data_type = t.data_type
-        warmup.inputs[t.name].dims.extend(t.dims)
-        warmup.inputs[t.name].zero_data = True
+    sizes = [batch_size] if isinstance(batch_size, int) else list(batch_size)
+    for size in sizes:
+        warmup = config.model_warmup.add(name=f"zeros_b{size}", batch_size=size if config.max_batch_size > 0 else 1,
+                                         count=count)
+        for t in config.input:
+            warmup.inputs[t.name].data_type = t.data_type
+            warmup.inputs[t.name].dims.extend(t.dims)
+            warmup.inputs[t.name].zero_data = True
 
 
 def build_config(

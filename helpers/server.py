@@ -108,6 +108,11 @@ class TritonServer:
         return f"{self.host}:{self.http_port}"
 
     @property
+    def metrics_url(self) -> str:
+        """host:port of the Prometheus metrics endpoint (helpers.metrics.scrape reads it)."""
+        return f"{self.host}:{self.metrics_port}"
+
+    @property
     def grpc_url(self) -> str:
         """host:port of the gRPC endpoint."""
         return f"{self.host}:{self.grpc_port}"

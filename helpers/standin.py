@@ -39,6 +39,16 @@ def prepare_served_repository(source: Path, target: Path, backends: list[str],
     for model_dir in (f for f in folders if models is None or f.name in models):
         config = read_config(model_dir)
         backend = config.backend or PLATFORM_BACKEND.get(config.platform, "")
+        if config.platform == "ensemble":  # scheduled by the server itself: no backend to find
+            (target / model_dir.name).symlink_to(model_dir.resolve(), target_is_directory=True)
+            served.append(Served(config.name, "native", "ensemble scheduler, in the server"))
+            continue
+        if backend == "python" and "EXECUTION_ENV_PATH" not in config.parameters:
+            # A reader's own model.py imports this environment's packages (numpy, torch): the stub must run in it,
+            # as in the NGC container, where the image's Python has them. The mirror's config says so.
+            _mirror_with_environment(model_dir, target / model_dir.name, config)
+            served.append(Served(config.name, "native", f"python backend, EXECUTION_ENV_PATH={sys.prefix}"))
+            continue
         if backend in backends:
             (target / model_dir.name).symlink_to(model_dir.resolve(), target_is_directory=True)
             served.append(Served(config.name, "native", f"{backend} backend"))
@@ -73,3 +83,15 @@ def prepare_served_repository(source: Path, target: Path, backends: list[str],
                              f"no {backend} backend here; Triton's Python backend runs the same {filename} with "
                              f"{runner} on {device}, same name, inputs, outputs and batching"))
     return served
+
+
+def _mirror_with_environment(model_dir: Path, out: Path, config) -> None:
+    """A Python-backend model mirrored with EXECUTION_ENV_PATH set to this environment; version folders linked."""
+    mirrored = type(config)()
+    mirrored.CopyFrom(config)
+    mirrored.parameters["EXECUTION_ENV_PATH"].string_value = sys.prefix
+    out.mkdir()
+    (out / "config.pbtxt").write_text(to_text(mirrored))
+    for item in model_dir.iterdir():
+        if item.name != "config.pbtxt":
+            (out / item.name).symlink_to(item.resolve(), target_is_directory=item.is_dir())
