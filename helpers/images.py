@@ -70,6 +70,47 @@ def torchvision_batch(images: list[np.ndarray]) -> np.ndarray:
     return torch.stack([transform(torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1)) for img in images]).numpy()
 
 
+def _resize_crop(image):
+    """[3, H, W] uint8 tensor -> [224, 224, 3] uint8: shorter side to 256 (antialiased), center crop 224 (the same
+    steps as torchvision's ResNet transforms and as notebook 14's server-side decoder)."""
+    import torchvision.transforms.v2.functional as F
+
+    return F.center_crop(F.resize(image, [256], antialias=True), [224, 224]).permute(1, 2, 0)
+
+
+def uint8_batch(images: list[np.ndarray]) -> np.ndarray:
+    """NHWC uint8 batch [n, 224, 224, 3] of HxWx3 photos, resized and cropped but not normalized (what a decoder
+    gives a model that normalizes on the server)."""
+    import torch
+
+    return torch.stack([_resize_crop(torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1))
+                        for img in images]).numpy()
+
+
+def normalize(pixels: np.ndarray) -> np.ndarray:
+    """UINT8 NHWC pixels -> FP32 NCHW with ImageNet mean/std: the client-side preprocessing of the article."""
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+    return ((pixels.transpose(0, 3, 1, 2).astype(np.float32) / 255.0 - mean) / std).astype(np.float32)
+
+
+def encode_jpeg(img: np.ndarray, quality: int = 90) -> bytes:
+    """An HxWx3 uint8 photo as JPEG bytes."""
+    import torch
+    from torchvision.io import encode_jpeg as encode
+
+    return encode(torch.from_numpy(np.ascontiguousarray(img)).permute(2, 0, 1), quality=quality).numpy().tobytes()
+
+
+def decode_and_resize(jpegs: list[bytes]) -> np.ndarray:
+    """JPEG bytes -> NHWC uint8 [n, 224, 224, 3], decoded on the CPU and resized as uint8_batch does."""
+    import torch
+    from torchvision.io import decode_jpeg
+
+    return torch.stack([_resize_crop(decode_jpeg(torch.frombuffer(bytearray(j), dtype=torch.uint8)))
+                        for j in jpegs]).numpy()
+
+
 @lru_cache(maxsize=1)
 def imagenet_classes() -> list[str]:
     """The 1000 ImageNet-1k class names, in the index order Keras and torchvision both use (offline)."""

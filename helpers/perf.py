@@ -40,12 +40,12 @@ class MemoryLimitExceeded(RuntimeError):
 # memory grows with bytes sent: about 250 MB/s with 602 KB FP32 images at concurrency 4 on two CPU cores, 124 GB
 # and an OOM kill within a minute on an H200. Shared memory (`--shared-memory system|cuda`) sends no tensor bytes.
 MEMORY_ISSUE = "https://github.com/triton-inference-server/perf_analyzer/issues/84"
-MEMORY_CAP_GB = 4.0
+MEMORY_CAP_GB = 3.5  # sampled every 0.2 s: a run stopped here stays under 4 GB
 MEMORY_SHARE = 0.25
 
 
 def default_memory_limit_gb() -> float:
-    """The default ceiling for one perf_analyzer: a quarter of the memory available now, at most 4 GB."""
+    """The default ceiling for one perf_analyzer: a quarter of the memory available now, at most 3.5 GB."""
     return round(min(MEMORY_CAP_GB, psutil.virtual_memory().available / 2**30 * MEMORY_SHARE), 2)
 
 
@@ -162,17 +162,21 @@ def require_perf_analyzer() -> PerfAnalyzer:
 def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str = "1:16:1", batch_size: int = 1,
               measurement_interval_ms: int = 5000, max_trials: int = 10, stability_percentage: int = 10,
               shared_memory: str = "none", csv_file: str | None = None, percentile: int | None = None,
-              input_data: str | None = None, shapes: dict[str, Sequence[int]] | None = None) -> list[str]:
-    """perf_analyzer's arguments (without the binary) for a concurrency sweep `start:end:step`."""
+              input_data: str | None = None, shapes: dict[str, Sequence[int]] | None = None,
+              measurement_request_count: int | None = None) -> list[str]:
+    """perf_analyzer's arguments (without the binary) for a concurrency sweep `start:end:step`; with
+    `measurement_request_count`, each window is that many requests (count_windows) instead of a time."""
     if protocol not in ("http", "grpc"):
         raise ValueError(f"protocol must be 'http' or 'grpc'; got {protocol!r}")
     if shared_memory not in ("none", "system", "cuda"):
         raise ValueError(f"shared_memory must be none, system or cuda; got {shared_memory!r}")
     if not re.fullmatch(r"\d+(:\d+(:\d+)?)?", concurrency):
         raise ValueError(f"concurrency must look like '1:16:1' (start:end:step); got {concurrency!r}")
+    window = (["--measurement-mode", "count_windows", "--measurement-request-count", str(measurement_request_count)]
+              if measurement_request_count else ["--measurement-interval", str(measurement_interval_ms)])
     args = ["-m", model, "-u", url, "-i", protocol, "-b", str(batch_size), "--concurrency-range", concurrency,
-            "--measurement-interval", str(measurement_interval_ms), "--max-trials", str(max_trials),
-            "--stability-percentage", str(stability_percentage), "--shared-memory", shared_memory]
+            *window, "--max-trials", str(max_trials), "--stability-percentage", str(stability_percentage),
+            "--shared-memory", shared_memory]
     if input_data:
         args += ["--input-data", input_data]
     for name, dims in (shapes or {}).items():
@@ -182,6 +186,20 @@ def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str 
     if csv_file:
         args += ["-f", csv_file]
     return args
+
+
+def bounded_windows(bytes_per_request: int, max_trials: int, limit_gb: float | None = None,
+                    most: int | None = None) -> dict:
+    """Settings that keep perf_analyzer far below the memory limit when tensors go over the socket: windows of a
+    fixed number of requests (count_windows), so every trial together sends at most half the limit in bytes
+    (and at most `most` requests per window: a slow CPU server needs minutes for the count a GPU does in a second)."""
+    limit = (limit_gb or default_memory_limit_gb()) * 2**30
+    count = int(limit / 2 / (max_trials + 1) / bytes_per_request)  # +1: the warm-up window before the trials
+    count = min(count, most) if most else count
+    if count < 20:
+        raise ValueError(f"{bytes_per_request} bytes per request leave {count} requests per window under "
+                         f"{limit / 2**30:.1f} GB: use shared memory, or fewer trials")
+    return {"measurement_request_count": count, "max_trials": max_trials}
 
 
 def docker_command(args: list[str], tag: str = ngc.NGC_TAG, results_dir: str | Path | None = None) -> list[str]:

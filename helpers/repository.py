@@ -405,3 +405,34 @@ def derive(repository: str | Path, source: str, name: str, *, target: str | Path
     artifact = versions[-1] / (config.default_model_filename or DEFAULT_FILENAME[config.platform])
     add_model(target or repository, config, artifact, version=int(versions[-1].name))
     return config
+
+
+def parse_config(text: str, where: str = "config text") -> mc.ModelConfig:
+    """A config.pbtxt written by hand, parsed into a ModelConfig; a typo names the line, column and field."""
+    try:
+        return text_format.Parse(text, mc.ModelConfig())
+    except text_format.ParseError as exc:
+        raise ConfigError(f"{where} is not a valid model config: {exc} (field names and values: Triton's "
+                          "model_config.proto)") from None
+
+
+def add_model_text(repository: str | Path, text: str, artifact: str | Path | None = None, version: int = 1) -> Path:
+    """Write a hand-written config.pbtxt as it is, after parsing it (ModelConfig) and checking it against `artifact`
+    (copied into the version folder). Python-backend models and ensembles have no artifact: their version folder is
+    created (a Python model's model.py goes there)."""
+    config = parse_config(text, "the config")
+    if not config.name:
+        raise ConfigError("the config has no name: Triton needs `name: \"<folder name>\"` to find the model")
+    model_dir = Path(repository) / config.name
+    version_dir = model_dir / str(version)
+    if artifact is not None:
+        validate(config, artifact)
+        version_dir.mkdir(parents=True, exist_ok=True)
+        target = version_dir / (config.default_model_filename or DEFAULT_FILENAME[config.platform])
+        if Path(artifact).resolve() != target.resolve():
+            shutil.copyfile(artifact, target)
+    elif config.platform in DEFAULT_FILENAME:
+        raise ValueError(f"model '{config.name}': platform {config.platform} needs its artifact (artifact=...)")
+    version_dir.mkdir(parents=True, exist_ok=True)
+    (model_dir / "config.pbtxt").write_text(text)
+    return model_dir
