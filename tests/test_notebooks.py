@@ -10,7 +10,7 @@ from conftest import triton_processes
 
 
 def test_notebooks_are_committed_without_outputs_and_with_a_parameters_cell():
-    assert len(series.notebooks()) == 12
+    assert len(series.notebooks()) == 13
     for path in [*series.notebooks(), *sorted((series.ROOT / "solutions").glob("*.ipynb"))]:
         nb = json.loads(path.read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
@@ -38,7 +38,7 @@ def _results(run_dir, name):
 @pytest.mark.notebooks
 def test_series_runs_and_writes_report(ci_run):
     report = (ci_run / "report.md").read_text()
-    assert report.count("| ok |") == 12 and "FAILED" not in report
+    assert report.count("| ok |") == 13 and "FAILED" not in report
     assert all((ci_run / nb.name).exists() for nb in series.notebooks())
     assert not triton_processes(everyone=True), "a notebook left a Triton process running"
 
@@ -78,4 +78,22 @@ def test_resnet18_track_numbers(ci_run):
     assert compare["best"]["stable"] and compare["best"]["throughput"] > 0
     for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png", "12_candidates.png",
                 "13_latency_split.png"):
+        assert (ci_run / png).stat().st_size > 10_000, png
+
+
+@pytest.mark.notebooks
+def test_near_the_limit_numbers(ci_run):
+    near = _results(ci_run, "14_near_the_limit")
+    assert near["uint8_vs_fp32"]["top1_agreement"] == 1.0          # UINT8 in, normalized inside: same answers
+    assert near["ensemble_error"] == "" and near["ensemble_top5_equal"] == near["photos"] == 6  # JPEG in, top-5 out
+    rows = {r["variant"]: r for r in near["variants"]}
+    assert "JPEG ensemble, gRPC" in rows and "UINT8 + batching, system shm, 2 instances" in rows
+    for label, row in rows.items():
+        assert row["stable"] and row["throughput"] > 0, label
+        assert 0 < row["peak_rss_mb"] < 4096, label                 # every row carries perf_analyzer's peak
+    batched = [r for label, r in rows.items() if "batching" in label and "instances" not in label]
+    assert all(r["server avg_batch"] > 1 for r in batched)          # the server's metrics: batches were formed
+    assert rows["article baseline: FP32, no batching, gRPC"]["server avg_batch"] == 1.0
+    assert [r["concurrency"] for r in near["saturation"]] == [2, 4, 8]
+    for png in ("14_variants.png", "14_saturation.png", "11_perf_analyzer_memory.png"):
         assert (ci_run / png).stat().st_size > 10_000, png

@@ -173,3 +173,19 @@ def test_client_refuses_non_finite_input_naming_the_count():
     x[0, 1], x[1, 3] = np.nan, np.inf
     with pytest.raises(ValueError, match=r"model 'm' input 'X' has 2 non-finite values \(NaN or Inf\) of 8"):
         tc.check_inputs(info, {"X": x})
+
+
+def test_hand_written_config_is_parsed_checked_and_written_as_is(tmp_path):
+    from helpers.repository import ConfigError, add_model_text
+
+    text = 'name: "tiny"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n' \
+           'input [ { name: "X" data_type: TYPE_FP32 dims: [ 8 ] } ]\noutput [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+    onnx = make_onnx(tmp_path / "tiny.onnx")
+    folder = add_model_text(tmp_path / "models", text, onnx)
+    assert (folder / "config.pbtxt").read_text() == text and (folder / "1" / "model.onnx").exists()
+    with pytest.raises(ConfigError, match=r"2:\d+ .*Expected"):  # a typo names its line
+        add_model_text(tmp_path / "models", text.replace("platform:", "platform"), onnx)
+    with pytest.raises(repository.ConfigMismatch):  # the artifact disagrees with what was written
+        add_model_text(tmp_path / "models", text.replace("dims: [ 8 ]", "dims: [ 7 ]"), onnx)
+    with pytest.raises(ValueError, match="needs its artifact"):
+        add_model_text(tmp_path / "models", text)

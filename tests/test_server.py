@@ -10,11 +10,12 @@ import textwrap
 import time
 
 import numpy as np
+import psutil
 import pytest
 
 from conftest import triton_processes
 from helpers import client as tc
-from helpers import export, perf, repository
+from helpers import export, metrics, perf, repository
 from helpers.runtime import RuntimeChoice
 from helpers.preflight import RepositoryError
 from helpers.server import ServerError, TritonServer
@@ -70,6 +71,38 @@ def test_perf_analyzer_against_real_server(tiny_repo, tmp_path, no_leftovers):
     assert (table["throughput"] > 0).all() and (table["p99_ms"] >= table["p50_ms"]).all()
     assert {"queue_ms", "compute_infer_ms", "compute_ms"} <= set(table.columns)
     assert perf.parse_csv(tmp_path / "tiny.csv")["concurrency"].tolist() == [1, 2]
+
+
+def test_memory_guard_stops_perf_analyzer_and_records_the_row(tiny_repo, tmp_path, no_leftovers):
+    with TritonServer(tiny_repo, "local") as server:
+        table = perf.run("tiny", server.grpc_url, tmp_path / "ok.csv", concurrency="1:2:1", measurement_interval_ms=800,
+                         max_trials=5, stability_percentage=50, progress=False)
+        assert (table["peak_rss_mb"] > 0).all() and (table["error"] == "").all()
+        row = perf.measure_level("tiny", server.grpc_url, tmp_path / "capped.csv", 2, measurement_interval_ms=800,
+                                 max_trials=5, stability_percentage=50, memory_limit_gb=0.005)
+    assert row["stable"] is False and "passed the memory limit of 0.005 GB" in row["error"]
+    assert "shared memory" in row["error"] and "issues/84" in row["error"]  # the remedy and the upstream issue
+    assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "perf_analyzer"
+                and "capped" in " ".join(p.cmdline())], "the stopped perf_analyzer is still running"
+
+
+def test_metrics_count_what_the_server_did(tiny_repo, no_leftovers):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with TritonServer(tiny_repo, "local") as server:
+        before = metrics.scrape(server.metrics_url)
+        http = tc.connect(server.url)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: tc.infer(tc.connect(server.url), "tiny", np.ones((1, 8), np.float32)), range(32)))
+        deadline = time.monotonic() + 10  # the counters move a moment after the responses
+        while time.monotonic() < deadline:
+            seen = metrics.between(before, metrics.scrape(server.metrics_url), "tiny")
+            if seen["requests"] >= 32:
+                break
+            time.sleep(0.2)
+        assert http.is_server_live()
+    assert seen["requests"] == 32 and seen["executions"] <= 32 and seen["avg_batch"] >= 1.0
+    assert seen["queue_ms_per_request"] >= 0 and seen["compute_ms_per_request"] > 0
 
 
 def test_model_that_fails_to_load_is_named_with_log_tail(tmp_path, tiny_onnx, no_leftovers):
