@@ -7,6 +7,9 @@ from functools import lru_cache
 
 import numpy as np
 
+# torchvision's ImageNet normalization (also inside export.with_preprocessing, for models that take UINT8)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
 ARTICLE_IMAGE_URL = "https://images.dog.ceo/breeds/retriever-golden/n02099601_3004.jpg"
 # Photos that ship inside scikit-image, so tests and offline runs need no network.
 SKIMAGE_SAMPLES = ("chelsea", "astronaut", "coffee", "rocket", "hubble_deep_field", "immunohistochemistry")
@@ -89,8 +92,8 @@ def uint8_batch(images: list[np.ndarray]) -> np.ndarray:
 
 def normalize(pixels: np.ndarray) -> np.ndarray:
     """UINT8 NHWC pixels -> FP32 NCHW with ImageNet mean/std: the client-side preprocessing of the article."""
-    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
-    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
+    mean = np.array(IMAGENET_MEAN, np.float32).reshape(1, 3, 1, 1)
+    std = np.array(IMAGENET_STD, np.float32).reshape(1, 3, 1, 1)
     return ((pixels.transpose(0, 3, 1, 2).astype(np.float32) / 255.0 - mean) / std).astype(np.float32)
 
 

@@ -89,7 +89,8 @@ class LocalLauncher:
         return [str(local.binary), f"--model-repository={server.workdir / 'models'}",
                 f"--backend-directory={local.backend_dir}", f"--http-address={server.host}",
                 f"--http-port={server.http_port}", f"--grpc-address={server.host}", f"--grpc-port={server.grpc_port}",
-                f"--metrics-address={server.host}", f"--metrics-port={server.metrics_port}", "--exit-on-error=false", "--exit-timeout-secs=10",
+                f"--metrics-address={server.host}", f"--metrics-port={server.metrics_port}",
+                "--exit-on-error=false", "--exit-timeout-secs=10",
                 *control_flags(None, server.poll_secs)]  # the mirror holds only the models asked for
 
     def prepare(self, server) -> tuple[list[Served], dict[str, str]]:

@@ -313,7 +313,7 @@ def measure_level(model: str, url: str, csv_file: str | Path, concurrency: int, 
 def memory_trace(model: str, url: str, csv_file: str | Path, *, concurrency: int, seconds: float,
                  memory_limit_gb: float | None = None, **kwargs) -> pd.DataFrame:
     """perf_analyzer's resident memory over one fixed window (one trial of `seconds`), sampled every 0.2 s: the
-    growth of issue #84 made visible. Returns columns seconds, rss_mb (and the run's throughput in attrs)."""
+    growth of issue #84 made visible. Returns columns seconds, rss_mb; attrs hold peak_mb, stopped and returncode."""
     docker_tag = kwargs.pop("docker_tag", None)
     settings = {**kwargs, "concurrency": str(concurrency), "measurement_interval_ms": int(seconds * 1000),
                 "max_trials": 1, "stability_percentage": 999}

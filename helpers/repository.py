@@ -182,11 +182,7 @@ def read_config(path: str | Path) -> mc.ModelConfig:
         path = path / "config.pbtxt"
     if not path.is_file():
         raise ConfigError(f"model '{path.parent.name}': no config.pbtxt at {path}")
-    try:
-        return text_format.Parse(path.read_text(), mc.ModelConfig())
-    except text_format.ParseError as exc:
-        raise ConfigError(f"model '{path.parent.name}': {path} is not a valid model config: {exc} "
-                          "(field names and values: Triton's model_config.proto)") from None
+    return parse_config(path.read_text(), f"model '{path.parent.name}': {path}")
 
 
 class ConfigMismatch(ValueError):
@@ -353,13 +349,19 @@ def add_model(repository: str | Path, config: mc.ModelConfig, artifact: str | Pa
         validate(config, artifact)
     elif not Path(artifact).exists():
         raise FileNotFoundError(f"model '{config.name}': artifact {artifact} does not exist")
+    model_dir = _place_artifact(repository, config, artifact, version)
+    (model_dir / "config.pbtxt").write_text(to_text(config))
+    return model_dir
+
+
+def _place_artifact(repository: str | Path, config: mc.ModelConfig, artifact: str | Path, version: int) -> Path:
+    """Copy the artifact into <repository>/<name>/<version>/ under the file name Triton looks for; the model folder."""
     model_dir = Path(repository) / config.name
     version_dir = model_dir / str(version)
     version_dir.mkdir(parents=True, exist_ok=True)
-    target = version_dir / DEFAULT_FILENAME[config.platform]
+    target = version_dir / (config.default_model_filename or DEFAULT_FILENAME[config.platform])
     if Path(artifact).resolve() != target.resolve():
         shutil.copyfile(artifact, target)
-    (model_dir / "config.pbtxt").write_text(to_text(config))
     return model_dir
 
 
@@ -423,16 +425,12 @@ def add_model_text(repository: str | Path, text: str, artifact: str | Path | Non
     config = parse_config(text, "the config")
     if not config.name:
         raise ConfigError("the config has no name: Triton needs `name: \"<folder name>\"` to find the model")
-    model_dir = Path(repository) / config.name
-    version_dir = model_dir / str(version)
     if artifact is not None:
         validate(config, artifact)
-        version_dir.mkdir(parents=True, exist_ok=True)
-        target = version_dir / (config.default_model_filename or DEFAULT_FILENAME[config.platform])
-        if Path(artifact).resolve() != target.resolve():
-            shutil.copyfile(artifact, target)
+        _place_artifact(repository, config, artifact, version)
     elif config.platform in DEFAULT_FILENAME:
         raise ValueError(f"model '{config.name}': platform {config.platform} needs its artifact (artifact=...)")
-    version_dir.mkdir(parents=True, exist_ok=True)
+    model_dir = Path(repository) / config.name
+    (model_dir / str(version)).mkdir(parents=True, exist_ok=True)
     (model_dir / "config.pbtxt").write_text(text)
     return model_dir

@@ -91,7 +91,6 @@ def test_metrics_count_what_the_server_did(tiny_repo, no_leftovers):
 
     with TritonServer(tiny_repo, "local") as server:
         before = metrics.scrape(server.metrics_url)
-        http = tc.connect(server.url)
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda _: tc.infer(tc.connect(server.url), "tiny", np.ones((1, 8), np.float32)), range(32)))
         deadline = time.monotonic() + 10  # the counters move a moment after the responses
@@ -100,7 +99,6 @@ def test_metrics_count_what_the_server_did(tiny_repo, no_leftovers):
             if seen["requests"] >= 32:
                 break
             time.sleep(0.2)
-        assert http.is_server_live()
     assert seen["requests"] == 32 and seen["executions"] <= 32 and seen["avg_batch"] >= 1.0
     assert seen["queue_ms_per_request"] >= 0 and seen["compute_ms_per_request"] > 0
 
