@@ -95,8 +95,9 @@ def write_report(run_dir: Path, rows: list[dict]) -> Path:
 
 
 def run_series(run_dir: str | Path | None = None, profile: str | None = None, only: list[str] | None = None,
-               kernel: str = "python3") -> Path:
-    """Execute the notebooks in order into `run_dir` (default runs/<timestamp>); stop at the first failure."""
+               kernel: str = "python3", overrides: dict | None = None) -> Path:
+    """Execute the notebooks in order into `run_dir` (default runs/<timestamp>); stop at the first failure.
+    `overrides` (e.g. models_dir, build_dir) go to every notebook that declares them, after the profile's values."""
     import papermill
 
     run_dir = Path(run_dir or ROOT / "runs" / time.strftime("%Y%m%d-%H%M%S")).resolve()
@@ -107,7 +108,8 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
     rows = []
     for nb in selected:
         declared = papermill.inspect_notebook(str(nb))
-        params = {**profile_parameters(profile, nb.stem), "run_dir": str(run_dir)}
+        params = {**profile_parameters(profile, nb.stem), "run_dir": str(run_dir),
+                  **{k: v for k, v in (overrides or {}).items() if k in declared}}
         shared = profile_parameters(profile, "all") if profile else {}
         params = {k: v for k, v in params.items() if k in declared or k not in shared}
         unknown = sorted(set(params) - set(declared))
@@ -128,6 +130,28 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
     return run_dir
 
 
+def prepare_lab(profile: str, target: str | Path | None = None) -> Path:
+    """Copies of the notebooks with a profile's values injected as papermill would inject them (a cell tagged
+    `injected-parameters` after the `parameters` cell), not executed, for `./tutorial lab --profile NAME`. The
+    repository's folders are given as absolute paths, since the copies live outside notebooks/."""
+    import nbformat
+    import papermill
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    target = Path(target or ROOT / "runs" / f"lab-{profile}").resolve()
+    target.mkdir(parents=True, exist_ok=True)
+    folders = {"models_dir": ROOT / "models", "build_dir": ROOT / "build", "run_dir": target / "run"}
+    for nb in notebooks():
+        declared = papermill.inspect_notebook(str(nb))
+        params = {k: v for k, v in profile_parameters(profile, nb.stem).items() if k in declared}
+        params.update({k: str(v) for k, v in folders.items() if k in declared})
+        parameterized = parameterize_notebook(load_notebook_node(str(nb)), params)
+        nbformat.write(parameterized, str(target / nb.name))
+    print(f"notebooks with the {profile!r} profile's parameters in {target}")
+    return target
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -137,7 +161,14 @@ if __name__ == "__main__":
                              "the notebooks' own parameters, or auto (default: chosen from this machine)")
     parser.add_argument("--run-dir", help="output folder (default runs/<timestamp>)")
     parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 00 05")
+    parser.add_argument("--prepare-lab", metavar="DIR",
+                        help="write parameterized copies for JupyterLab into DIR instead of running (needs --profile)")
     ns = parser.parse_args()
+    if ns.prepare_lab:
+        if ns.profile in ("auto", "article"):
+            parser.error("--prepare-lab needs --profile NAME (a profile of notebooks/profiles.yml)")
+        prepare_lab(ns.profile, ns.prepare_lab)
+        raise SystemExit(0)
     chosen, why = (auto_profile() if ns.profile == "auto" else
                    (None if ns.profile == "article" else ns.profile, "asked for with --profile"))
     print(f"profile: {chosen or 'article'} ({why}); expected: {expected_duration(chosen)}", flush=True)

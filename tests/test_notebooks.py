@@ -97,3 +97,19 @@ def test_near_the_limit_numbers(ci_run):
     assert [r["concurrency"] for r in near["saturation"]] == [2, 4, 8]
     for png in ("14_variants.png", "14_saturation.png", "11_perf_analyzer_memory.png"):
         assert (ci_run / png).stat().st_size > 10_000, png
+
+
+@pytest.mark.notebooks
+def test_half_day_agenda_runs_in_its_order(ci_run, tmp_path):
+    """docs/workshop.md's half day skips 12: 13 must then compare batching alone. 00-07 are the full run's first
+    eight, so only its ResNet18 part runs again here, on a repository that has never seen notebook 12."""
+    import re
+
+    agenda = re.search(r"--profile ci --only ([\d ]+)\n", (series.ROOT / "docs" / "workshop.md").read_text()).group(1).split()
+    assert agenda[:8] == ["00", "01", "02", "03", "04", "05", "06", "07"] and "12" not in agenda
+    run = series.run_series(tmp_path / "half", "ci", only=[n for n in agenda if n >= "10"],
+                            overrides={"models_dir": str(tmp_path / "models"), "build_dir": str(tmp_path / "build")})
+    assert (run / "report.md").read_text().count("| ok |") == len([n for n in agenda if n >= "10"])
+    compare = _results(run, "13_dynamic_batching_compare")
+    assert set(compare["at_top_concurrency"]) == {"baseline", "baseline + dynamic batching"}
+    assert "notebook 12 builds it" in compare["why"]
