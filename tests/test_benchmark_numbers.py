@@ -20,3 +20,25 @@ def test_a_hand_edited_number_is_caught():
     knee = f"{numbers.json.loads((numbers.DATA / 'h200_14_results.json').read_text())['knee']['throughput']:.0f} infer/s"
     assert knee in text
     assert numbers.render(text.replace(knee, "25000 infer/s", 1)) != text.replace(knee, "25000 infer/s", 1)
+
+
+def test_h200_run_times_quoted_by_the_notebooks_match_the_recorded_run():
+    """Each notebook's 'on an H200' time agrees within 20 % with docs/runs' reports (the run it cites)."""
+    import json
+    import re
+
+    recorded: dict[str, list[float]] = {}
+    for report in (series.ROOT / "docs" / "runs" / "h200-2026-12-01").glob("report*.md"):
+        for name, seconds in re.findall(r"\| (\d\d_\w+) \| ok \| (\d+) \|", report.read_text()):
+            recorded.setdefault(name, []).append(float(seconds))
+    checked = 0
+    for path in series.notebooks():
+        head = next("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if "".join(c["source"]).startswith("**You will learn**"))
+        quoted = re.search(r"(\d+)(?:-(\d+))? s[^;]*? on an H200 \(`gpu-local` profile, 2026-12-01\)", head)
+        if not quoted:
+            continue
+        low, high = float(quoted.group(1)), float(quoted.group(2) or quoted.group(1))
+        assert path.stem in recorded, f"{path.name} quotes an H200 time that no recorded report holds"
+        assert all(0.8 * low <= s <= 1.2 * high for s in recorded[path.stem]), (path.name, quoted.group(0), recorded[path.stem])
+        checked += 1
+    assert checked >= 5

@@ -23,6 +23,7 @@ def _markdown(path) -> str:
 @pytest.mark.parametrize("path", series.notebooks(), ids=lambda p: p.stem)
 def test_notebook_names_its_source_and_links_its_references(path):
     text = _markdown(path)
+    assert "".join(_cells(path)[1]["source"]).startswith("**You will learn**"), "objectives and banner come second"
     source = "Tan Pengshi Alvin" if path.stem < "10" else "deploying an optimized model on Triton"
     assert source in text, f"{path.name} does not name its source article"
     links = LINK.findall(text)
