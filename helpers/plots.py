@@ -133,3 +133,39 @@ def memory_traces(traces: Mapping[str, pd.DataFrame], title: str, path: str | Pa
     ax.legend()
     fig.tight_layout()
     return _save(fig, path)
+
+
+# A request's path through Triton, left to right and back, with the perf_analyzer column that times each stage.
+REQUEST_PATH = [("client\n(tritonclient,\nperf_analyzer)", "client send /\nclient receive"),
+                ("HTTP :8000 / gRPC :8001\nfrontend", "network +\nserver send/recv"),
+                ("scheduler queue\n(dynamic batcher\nforms batches)", "server queue"),
+                ("model instance\n(instance_group:\ncount x KIND_CPU/GPU)", "compute:\ninput / output copy"),
+                ("backend\n(PyTorch, ONNX Runtime,\nTensorRT, Python)", "compute:\ninference"),
+                ("device\n(CPU or GPU)", "")]
+
+
+def request_path(highlight: str | None = None, path: str | Path | None = None):
+    """The path of one inference request through Triton, each stage labelled with the perf_analyzer column that
+    measures it; `highlight` (a stage's first word) draws that stage in colour."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    fig, ax = plt.subplots(figsize=(13, 2.9))
+    ax.set(xlim=(0, len(REQUEST_PATH) * 2.2), ylim=(-1.5, 1.6))
+    ax.axis("off")
+    for k, (stage, column) in enumerate(REQUEST_PATH):
+        x = 0.1 + k * 2.2
+        hot = highlight and stage.split()[0].lower().startswith(highlight.lower())
+        ax.add_patch(FancyBboxPatch((x, -0.45), 1.8, 1.5, boxstyle="round,pad=0.05",
+                                    facecolor="#f4a261" if hot else "#e9eef5", edgecolor="#34495e"))
+        ax.text(x + 0.9, 0.3, stage, ha="center", va="center", fontsize=9)
+        if column:
+            ax.text(x + 0.9, -0.95, column, ha="center", va="center", fontsize=8, color="#34495e", style="italic")
+        if k + 1 < len(REQUEST_PATH):
+            ax.add_patch(FancyArrowPatch((x + 1.85, 0.55), (x + 2.25, 0.55), arrowstyle="->", mutation_scale=14))
+            ax.add_patch(FancyArrowPatch((x + 2.25, 0.0), (x + 1.85, 0.0), arrowstyle="->", mutation_scale=14,
+                                         color="#7f8c8d"))
+    ax.text(0.1, 1.45, "request ->   (top arrows)        <- response (bottom arrows)        "
+            "italics: the perf_analyzer column that times each stage; /metrics on :8002 counts the same stages",
+            fontsize=8, color="#34495e")
+    fig.tight_layout()
+    return _save(fig, path)

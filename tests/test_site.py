@@ -46,7 +46,7 @@ def _pages(out: Path) -> list[Path]:
 def test_every_page_renders_in_chromium(served_site, tmp_path):
     out, url = served_site
     pages = _pages(out)
-    assert len(pages) == 16  # home, two docs pages, thirteen notebooks
+    assert len(pages) == 17  # home, three docs pages, thirteen notebooks
     profile = tmp_path / "chromium-profile"
     for page in pages:
         path = "/" + str(page.parent.relative_to(out)).replace(".", "") + "/"
@@ -86,3 +86,16 @@ def test_screenshot_of_a_notebook_page(served_site, ci_run, tmp_path):
                     f"--screenshot={shot}", "--window-size=1280,2400",
                     f"{url}/notebooks/13_dynamic_batching_compare/"], capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 20_000
+
+
+@pytest.mark.notebooks
+def test_site_shows_the_request_path_the_glossary_and_the_recaps(served_site):
+    out, _ = served_site
+    glossary = (out / "glossary" / "index.html").read_text()
+    assert "request_path.png" in glossary and (out / "img" / "request_path.png").stat().st_size > 10_000
+    assert "knee" in glossary and "instance group" in glossary
+    for name in ("07_local_vs_triton", "11_baseline_benchmark", "13_dynamic_batching_compare", "14_near_the_limit"):
+        html = (out / "notebooks" / name / "index.html").read_text()
+        assert html.count("data:image/png;base64,") >= 2, f"{name}: the request path and its own plots"
+    for page in sorted((out / "notebooks").glob("*/index.html")):
+        assert ">Recap" in page.read_text(), f"{page.parent.name} shows no recap"
