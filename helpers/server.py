@@ -245,3 +245,63 @@ class TritonServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class SharedServer:
+    """A Triton server that someone else runs (a workshop room's shared server), used read-only: the attributes a
+    notebook reads from TritonServer (url, grpc_url, metrics_url, served, version, runtime); start() checks that it
+    is ready and serves `models`; stop() leaves it running, since it is not ours."""
+
+    def __init__(self, url: str, models: Sequence[str], *, grpc_port: int | None = None,
+                 metrics_port: int | None = None):
+        host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
+        if not host or (port and not port.isdigit()):
+            raise ValueError(f"server_url must look like 'host' or 'host:8000'; got {url!r}")
+        self.host, self.http_port = host, int(port or 8000)
+        self.grpc_port = grpc_port or self.http_port + 1    # Triton's defaults: 8000, 8001, 8002
+        self.metrics_port = metrics_port or self.http_port + 2
+        self.models = list(models)
+        self.runtime = RuntimeChoice("shared", f"the shared server at {self.url}, started by someone else")
+        self.served: list[Served] = []
+        self.version = ""
+
+    url = TritonServer.url
+    grpc_url = TritonServer.grpc_url
+    metrics_url = TritonServer.metrics_url
+
+    def start(self) -> SharedServer:
+        """Check that the shared server answers and that every model this notebook needs is READY on it."""
+        try:
+            status = _http("GET", f"http://{self.url}/v2/health/ready", timeout=5)[0]
+            index = json.loads(_http("POST", f"http://{self.url}/v2/repository/index", timeout=5)[1])
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise ServerError(f"no Triton server answers at http://{self.url} ({exc}): check server_url, or leave it "
+                              "empty to start this notebook's own server") from None
+        if status != 200:
+            raise ServerError(f"the server at http://{self.url} is not ready (HTTP {status})")
+        ready = {m["name"] for m in index if m.get("state") == "READY"}
+        missing = [m for m in self.models if m not in ready]
+        if missing:
+            raise ServerError(f"models {missing} are not ready on the shared server at {self.url} (it has "
+                              f"{sorted(ready)}): ask whoever runs it to load them")
+        self.version = json.loads(_http("GET", f"http://{self.url}/v2")[1]).get("version", "?")
+        self.served = [Served(name, "shared", f"on the server at {self.url}") for name in self.models]
+        print(f"using the shared Triton {self.version} at http://{self.url} (grpc {self.grpc_url}): {self.models}")
+        return self
+
+    def stop(self) -> None:
+        """Nothing to stop: the shared server stays up for everyone else."""
+
+    @property
+    def running(self) -> bool:
+        """Whether the shared server answers."""
+        try:
+            return _http("GET", f"http://{self.url}/v2/health/live", timeout=2)[0] == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def __enter__(self) -> SharedServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

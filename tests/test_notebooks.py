@@ -113,3 +113,20 @@ def test_half_day_agenda_runs_in_its_order(ci_run, tmp_path):
     compare = _results(run, "13_dynamic_batching_compare")
     assert set(compare["at_top_concurrency"]) == {"baseline", "baseline + dynamic batching"}
     assert "notebook 12 builds it" in compare["why"]
+
+
+@pytest.mark.notebooks
+def test_client_notebook_against_a_shared_server(ci_run, tmp_path):
+    """A workshop room's plan: one server, attendees' notebooks pointed at it with server_url (06 reads only)."""
+    from helpers.launchers import free_port
+    from helpers.server import TritonServer, port_busy
+
+    port = next(p for p in iter(free_port, None) if not port_busy(p + 1) and not port_busy(p + 2) and p < 65000)
+    with TritonServer(series.ROOT / "models", "local", models=["resnet50_onnx"], http_port=port, grpc_port=port + 1,
+                      metrics_port=port + 2) as shared:  # Triton's default layout: HTTP, then gRPC, then metrics
+        run = series.run_series(tmp_path, "ci", only=["06"], overrides={
+            "server_url": f"{shared.host}:{shared.http_port}"})
+        assert shared.running
+    served = _results(run, "06_http_client")
+    assert served["served"] == [f"resnet50_onnx: shared (on the server at {shared.url})"]
+    assert served["parity_grpc_vs_http"]["max_abs_diff"] == 0.0

@@ -18,7 +18,7 @@ from helpers import client as tc
 from helpers import export, metrics, perf, repository
 from helpers.runtime import RuntimeChoice
 from helpers.preflight import RepositoryError
-from helpers.server import ServerError, TritonServer
+from helpers.server import ServerError, SharedServer, TritonServer
 
 
 @pytest.fixture
@@ -163,6 +163,22 @@ def test_killed_parent_leaves_nothing_running(tiny_repo, tmp_path, no_leftovers)
     while time.monotonic() < deadline and any(p.pid == server_pid for p in triton_processes()):
         time.sleep(0.5)
     assert not any(p.pid == server_pid for p in triton_processes())
+
+
+def test_shared_server_is_used_read_only(tiny_repo, no_leftovers):
+    with TritonServer(tiny_repo, "local") as server:
+        shared = SharedServer(server.url, ["tiny"], grpc_port=server.grpc_port, metrics_port=server.metrics_port).start()
+        assert shared.version == server.version and [s.how for s in shared.served] == ["shared"]
+        out = tc.infer(tc.connect(shared.grpc_url, "grpc"), "tiny", np.ones((1, 8), np.float32))["Y"]
+        assert out.shape == (1, 4)
+        shared.stop()
+        assert server.running and shared.running  # stop() leaves the shared server to everyone else
+        with pytest.raises(ServerError, match=r"models \['resnet18_pytorch'\] are not ready on the shared server"):
+            SharedServer(server.url, ["resnet18_pytorch"]).start()
+    with pytest.raises(ServerError, match="no Triton server answers at"):
+        SharedServer(server.url, ["tiny"]).start()
+    with pytest.raises(ValueError, match="server_url must look like"):
+        SharedServer("http://host:port", ["tiny"])
 
 
 def test_missing_repository_is_refused(tmp_path):
