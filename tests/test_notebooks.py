@@ -91,7 +91,7 @@ def test_near_the_limit_numbers(ci_run):
     for label, row in rows.items():
         assert row["stable"] and row["throughput"] > 0, label
         assert 0 < row["peak_rss_mb"] < 4096, label                 # every row carries perf_analyzer's peak
-    batched = [r for label, r in rows.items() if "batching" in label and "instances" not in label]
+    batched = [r for label, r in rows.items() if "+ batching" in label and "instances" not in label]
     assert all(r["server avg_batch"] > 1 for r in batched)          # the server's metrics: batches were formed
     assert rows["article baseline: FP32, no batching, gRPC"]["server avg_batch"] == 1.0
     assert [r["concurrency"] for r in near["saturation"]] == [2, 4, 8]

@@ -8,6 +8,8 @@ import pytest
 from helpers import series
 
 SOLUTIONS = series.ROOT / "solutions"
+# the exercise names notebook 13's knob_concurrency: the solution measures there, as the ci profile sets it
+KNOB_CONCURRENCY = series.profile_parameters("ci", "13_dynamic_batching_compare")["knob_concurrency"]
 
 
 @pytest.mark.notebooks
@@ -16,21 +18,27 @@ def test_solutions_execute_and_answer(ci_run, name, tmp_path):
     import papermill
 
     papermill.execute_notebook(str(SOLUTIONS / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
-                               parameters={"runtime": "local", "run_dir": str(ci_run)}, cwd=str(SOLUTIONS),
+                               parameters={"runtime": "local", "run_dir": str(ci_run),
+                                           **({"concurrency": KNOB_CONCURRENCY} if name == "13_exercises" else {})},
+                               cwd=str(SOLUTIONS),
                                kernel_name="python3", progress_bar=False)
     answer = json.loads((ci_run / "results" / f"{name}.json").read_text())
     if name == "07_exercises":
         assert "32" in answer["refused"] and "TYPE_FP16 in config" in answer["preflight"]
+        assert answer["triton_said"].startswith(("refused at load", "loaded"))  # Triton's own word, beside pre-flight
         assert set(answer["extra_ms_per_image"]) == {"1", "8"}
     else:
         assert [row["setting"] for row in answer["knobs"]] == ["delay 0 us", "delay 5000 us", "2 instances"]
         assert answer["largest"] in answer["baseline_split"]
+        assert answer["concurrency"] == KNOB_CONCURRENCY and answer["arriving_in_5ms"] > 0
 
 
 def test_each_track_ends_with_exercises_that_point_to_their_solutions():
     for notebook, solution in (("07_local_vs_triton", "07_exercises"), ("13_dynamic_batching_compare", "13_exercises")):
         cells = json.loads((series.NOTEBOOK_DIR / f"{notebook}.ipynb").read_text())["cells"]
-        last = "".join(cells[-1]["source"])
-        assert last.startswith("## Exercises") and f"solutions/{solution}.ipynb" in last
+        texts = ["".join(c["source"]) for c in cells]
+        at = next(i for i, t in enumerate(texts) if t.startswith("## Exercises"))
+        last = texts[at]  # the track's last section before the references, the recap and the questions
+        assert texts[at + 1].startswith("## References") and f"solutions/{solution}.ipynb" in last
         assert last.count("\n1. ") + last.count("\n2. ") + last.count("\n3. ") == 3
         assert (SOLUTIONS / f"{solution}.ipynb").exists()
