@@ -18,8 +18,19 @@ TENSORRT_IN_RELEASE = {"22.11": "8.5.1", "24.05": "10.0.1", "24.10": "10.5.0", "
 
 # Oldest NGC release whose CUDA supports a compute capability major version (Blackwell: 10.x, 12.x).
 FIRST_RELEASE_FOR_CC_MAJOR = {10: "25.01", 12: "25.01"}
-# Driver a release's CUDA needs (data-center GPUs also accept the forward-compatible R470/R525/R535 branches).
+# Driver a release's CUDA needs on any GPU (NVIDIA's release notes for each container).
 MIN_DRIVER = {"22.11": 520, "24.05": 545, "24.10": 560, "25.01": 570}
+# Data-center GPUs may also run a release on older long-term driver branches (CUDA forward compatibility), from the
+# same release notes: branch -> the oldest driver of that branch. 24.05: "470.57 (or later R470), 525.85 (or later
+# R525), 535.86 (or later R535), or 545.23 (or later R545)".
+DATACENTER_BRANCHES = {
+    "24.05": {470: (470, 57), 525: (525, 85), 535: (535, 86)},
+    "24.10": {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 23)},
+    "25.01": {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 23), 550: (550, 54), 560: (560, 35)},
+}
+# Data-center GPUs by name (nvidia-smi's): the forward-compatibility branches do not apply to GeForce/RTX workstation.
+_DATACENTER = re.compile(r"\b(A2|A10G?|A16|A30|A40|A100|A800|H20|H100|H200|H800|GH200|B100|B200|GB200|L4|L20|L40S?|"
+                         r"T4|V100|P100|P40|P4)\b|Tesla")
 
 IMAGES = {
     "tritonserver": "nvcr.io/nvidia/tritonserver:{tag}-py3",
@@ -64,22 +75,47 @@ def gpus_flag(gpu: int | str | None) -> str | None:
     return f"device={gpu}"
 
 
-def gpu_problems(tag: str, gpus: Sequence[Mapping[str, str]]) -> list[str]:
-    """Why the NGC release `tag` cannot use these GPUs (compute capability, driver), or [] when nothing is known
-    against it. `gpus` as runtime.gpu_properties() gives them."""
+def _driver(version: str) -> tuple[int, int]:
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0]
+    return parts[0], parts[1]
+
+
+def driver_problem(tag: str, name: str, driver: str) -> str | None:
+    """Why `driver` cannot run NGC `tag` on the GPU `name`, or None: the release's minimum, or on a data-center GPU
+    one of the long-term branches NVIDIA lists for it."""
+    need = MIN_DRIVER.get(tag)
+    if not need or not driver[:1].isdigit():
+        return None
+    have = _driver(driver)
+    if have[0] >= need:
+        return None
+    branch = DATACENTER_BRANCHES.get(tag, {}).get(have[0])
+    if _DATACENTER.search(name) and branch:
+        if have >= branch:
+            return None
+        return (f"driver {driver} is older than {branch[0]}.{branch[1]}, the oldest of the R{branch[0]} branch NGC "
+                f"{tag} accepts on a data-center GPU")
+    allowed = ", ".join(f"{b[0]}.{b[1]}+ (R{k})" for k, b in DATACENTER_BRANCHES.get(tag, {}).items())
+    return (f"driver {driver} is older than the {need} that NGC {tag}'s CUDA needs"
+            + (f" (data-center GPUs may use {allowed}; {name} is not one)" if allowed else ""))
+
+
+def gpu_problems(tag: str, gpus: Sequence[Mapping[str, str]], gpu: int | str | None = 0) -> list[str]:
+    """Why the NGC release `tag` cannot use the GPU the series will use (`gpu`: an index, 'all', or None for every
+    GPU listed), by compute capability and driver; [] when nothing is known against it. `gpus` as
+    runtime.gpu_properties() gives them."""
+    chosen = [g for g in gpus if gpu in (None, "all") or str(g.get("index")) == str(gpu)]
     problems = []
-    for gpu in gpus:
-        cc = gpu.get("compute_cap", "")
+    for g in chosen:
+        cc = g.get("compute_cap", "")
         major = int(cc.split(".")[0]) if cc[:1].isdigit() else 0
         first = FIRST_RELEASE_FOR_CC_MAJOR.get(major)
         if first and check_tag(tag) < first:
-            problems.append(f"GPU {gpu.get('index', '?')} ({gpu.get('name', '?')}) has compute capability {cc}, "
+            problems.append(f"GPU {g.get('index', '?')} ({g.get('name', '?')}) has compute capability {cc}, "
                             f"which NGC {tag} does not support; use ngc_tag='{first}' or newer")
-        driver = gpu.get("driver", "")
-        need = MIN_DRIVER.get(tag)
-        if need and driver[:1].isdigit() and int(driver.split(".")[0]) < need:
-            problems.append(f"driver {driver} is older than the {need} that NGC {tag}'s CUDA needs "
-                            "(data-center GPUs may use the R470/R525/R535 forward-compatibility branches)")
+        problem = driver_problem(tag, g.get("name", ""), g.get("driver", ""))
+        if problem:
+            problems.append(f"GPU {g.get('index', '?')} ({g.get('name', '?')}): {problem}")
     return problems
 
 

@@ -154,9 +154,9 @@ class RuntimeChoice:
         return f"runtime: {self.name} ({self.reason})"
 
 
-def choose_runtime(requested: str = "auto", tag: str | None = None) -> RuntimeChoice:
-    """Resolve `auto`/`docker`/`local`: docker where Docker, the NVIDIA Container Toolkit and a GPU that the NGC
-    release `tag` supports are all usable, else local (each reason printed)."""
+def choose_runtime(requested: str = "auto", tag: str | None = None, gpu: int | str | None = 0) -> RuntimeChoice:
+    """Resolve `auto`/`docker`/`local`: docker where Docker, the NVIDIA Container Toolkit and the GPU the series will
+    use (`gpu`, an index or 'all') suit the NGC release `tag`, else local (each reason printed)."""
     from . import ngc
 
     if requested not in RUNTIMES:
@@ -165,7 +165,7 @@ def choose_runtime(requested: str = "auto", tag: str | None = None) -> RuntimeCh
     docker_ok, docker_why = docker_engine() if requested != "local" else (False, "not asked for")
     gpu_ok, gpu_why = nvidia_gpu() if requested != "local" else (False, "not asked for")
     toolkit_ok, toolkit_why = container_toolkit() if docker_ok else (False, "no Docker engine")
-    problems = ngc.gpu_problems(tag, gpu_properties()) if docker_ok and gpu_ok else []
+    problems = ngc.gpu_problems(tag, gpu_properties(), gpu) if docker_ok and gpu_ok else []
     if requested == "docker":
         if not docker_ok:
             raise RuntimeError(f"runtime='docker' needs a Docker engine; {docker_why}")

@@ -86,7 +86,7 @@ class TritonServer:
         self.repository = Path(model_repository).resolve()
         if not self.repository.is_dir():
             raise FileNotFoundError(f"model repository must be a folder; {self.repository} is not")
-        self.runtime = runtime if isinstance(runtime, RuntimeChoice) else choose_runtime(runtime, tag)
+        self.runtime = runtime if isinstance(runtime, RuntimeChoice) else choose_runtime(runtime, tag, gpu)
         self.launcher = launcher_for(self.runtime)
         self.models = list(models) if models is not None else None
         self.tag, self.host, self.poll_secs, self.gpus = tag, host, poll_secs, ngc.gpus_flag(gpu)

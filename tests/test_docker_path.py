@@ -131,8 +131,36 @@ def test_blackwell_gpu_and_old_driver_are_refused_for_the_tag(fake_docker, monke
     choice = choose_runtime("auto", "24.05")
     assert choice.name == "local" and "compute capability 12.0" in choice.reason and "25.01" in choice.reason
     assert choose_runtime("auto", "25.01").name == "docker"
-    problems = ngc.gpu_problems("24.05", [{"index": "0", "name": "old", "compute_cap": "8.6", "driver": "535.1"}])
-    assert problems and "older than the 545" in problems[0]
+    problems = ngc.gpu_problems("24.05", [{"index": "0", "name": "RTX 3090", "compute_cap": "8.6", "driver": "535.1"}])
+    assert problems and "older than the 545" in problems[0] and "RTX 3090 is not one" in problems[0]
+
+
+@pytest.mark.parametrize("name, driver, ok", [
+    ("NVIDIA A100-SXM4-80GB", "535.161.08", True),   # R535 forward compatibility on a data-center GPU
+    ("NVIDIA H100 80GB HBM3", "535.86.10", True),
+    ("Tesla T4", "470.57.02", True),                 # R470, the oldest branch 24.05 lists
+    ("Tesla T4", "470.42.01", False),                # R470 but older than 470.57
+    ("NVIDIA H100 80GB HBM3", "530.30.02", False),   # a branch the release notes do not list
+    ("NVIDIA GeForce RTX 4090", "535.161.08", False),  # no forward compatibility on GeForce
+    ("NVIDIA GeForce RTX 4090", "550.54.14", True),  # the release's own minimum
+])
+def test_data_center_gpus_on_long_term_drivers_are_accepted(name, driver, ok):
+    """Round two, item 2: NVIDIA's 24.05 notes allow 470.57+, 525.85+ and 535.86+ on data-center GPUs."""
+    problems = ngc.gpu_problems("24.05", [{"index": "0", "name": name, "compute_cap": "8.0", "driver": driver}])
+    assert (problems == []) == ok, problems
+
+
+def test_only_the_gpu_the_series_uses_is_checked(fake_docker, monkeypatch):
+    """Round two, item 8: a 4090 at index 0 and a 5090 at index 1 refused docker for both."""
+    host = [{"index": "0", "name": "NVIDIA GeForce RTX 4090", "compute_cap": "8.9", "driver": "575.51"},
+            {"index": "1", "name": "NVIDIA GeForce RTX 5090", "compute_cap": "12.0", "driver": "575.51"}]
+    monkeypatch.setattr(runtime, "nvidia_gpu", lambda: (True, "two test GPUs"))
+    monkeypatch.setattr(runtime, "gpu_properties", lambda: host)
+    assert ngc.gpu_problems("24.05", host, 0) == []
+    assert "compute capability 12.0" in ngc.gpu_problems("24.05", host, 1)[0]
+    assert len(ngc.gpu_problems("24.05", host, "all")) == 1
+    assert choose_runtime("auto", "24.05", gpu=0).name == "docker"
+    assert choose_runtime("auto", "24.05", gpu=1).name == "local"
 
 
 def test_docker_info_failure_says_why(tmp_path, monkeypatch):
