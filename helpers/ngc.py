@@ -1,6 +1,7 @@
 """NGC container images and the `docker run` argument lists the series uses, all from one release tag."""
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -45,6 +46,23 @@ def check_tag(tag: str) -> str:
     if not re.fullmatch(r"\d{2}\.\d{2}", tag):
         raise ValueError(f"NGC tag must look like '24.05' (YY.MM); got {tag!r}")
     return tag
+
+
+SERIES_TAG_VARIABLE = "TUTORIAL_NGC_TAG"
+
+
+def series_tag(tag: str = "series") -> str:
+    """The NGC release tag to use: `tag` itself, or for "series" the one tag set for the whole series
+    ($TUTORIAL_NGC_TAG, which `./tutorial series --tag` and `./tutorial lab --tag` set; default NGC_TAG)."""
+    if tag == "series":
+        tag = os.environ.get(SERIES_TAG_VARIABLE) or NGC_TAG
+    return check_tag(tag)
+
+
+def series_tag_source() -> str:
+    """Where series_tag("series") comes from, in words (notebook 00 prints it)."""
+    value = os.environ.get(SERIES_TAG_VARIABLE)
+    return f"${SERIES_TAG_VARIABLE}={value}" if value else f"the series' default (helpers/ngc.py NGC_TAG={NGC_TAG})"
 
 
 def image(kind: str, tag: str = NGC_TAG) -> str:
@@ -217,10 +235,11 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description="Pull the NGC images the series uses.")
     parser.add_argument("action", choices=["pull", "list"])
-    parser.add_argument("--tag", default=NGC_TAG)
+    parser.add_argument("--tag", default="series", help="an NGC release tag (default: the series' tag)")
     ns = parser.parse_args()
+    tag = series_tag(ns.tag)
     if ns.action == "list":
-        print("\n".join(image(kind, ns.tag) for kind in IMAGES))
+        print("\n".join(image(kind, tag) for kind in IMAGES))
     else:
-        print("pulled:", ", ".join(pull_all(ns.tag)))
+        print("pulled:", ", ".join(pull_all(tag)))
     sys.exit(0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -161,9 +162,14 @@ if __name__ == "__main__":
                              "the notebooks' own parameters, or auto (default: chosen from this machine)")
     parser.add_argument("--run-dir", help="output folder (default runs/<timestamp>)")
     parser.add_argument("--only", nargs="*", help="notebook name prefixes, e.g. 00 05")
+    parser.add_argument("--tag", help="the NGC release tag for every notebook and container (sets $TUTORIAL_NGC_TAG)")
     parser.add_argument("--prepare-lab", metavar="DIR",
                         help="write parameterized copies for JupyterLab into DIR instead of running (needs --profile)")
     ns = parser.parse_args()
+    if ns.tag:
+        from .ngc import SERIES_TAG_VARIABLE, check_tag
+
+        os.environ[SERIES_TAG_VARIABLE] = check_tag(ns.tag)  # the kernels papermill starts inherit it
     if ns.prepare_lab:
         if ns.profile in ("auto", "article"):
             parser.error("--prepare-lab needs --profile NAME (a profile of notebooks/profiles.yml)")

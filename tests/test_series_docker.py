@@ -13,15 +13,18 @@ from helpers import repository, series
 
 FAKE = Path(__file__).resolve().parent / "fakedocker"
 DOCKER_NOTEBOOKS = ["04", "05", "06", "07", "10", "11", "13"]
+TAG = "25.01"  # not the default (24.05): every server and container of the run must use the series' one tag
 
 
 @pytest.fixture(scope="module")
 def docker_run(tmp_path_factory):
     """Notebooks 04-07, 10, 11 and 13 with runtime='docker' (the ci run, or 01/02, made the ONNX export first)."""
     run_dir = tmp_path_factory.mktemp("docker-run")
-    saved = {k: os.environ.get(k) for k in ("PATH", "FAKE_DOCKER_PYTHON", "FAKE_DOCKER_STATE", "FAKE_DOCKER_LOG")}
+    saved = {k: os.environ.get(k) for k in ("PATH", "FAKE_DOCKER_PYTHON", "FAKE_DOCKER_STATE", "FAKE_DOCKER_LOG",
+                                            "TUTORIAL_NGC_TAG")}
     os.environ.update(PATH=f"{FAKE}{os.pathsep}{os.environ['PATH']}", FAKE_DOCKER_PYTHON=sys.executable,
-                      FAKE_DOCKER_STATE=str(run_dir / "docker-state"), FAKE_DOCKER_LOG=str(run_dir / "docker.jsonl"))
+                      FAKE_DOCKER_STATE=str(run_dir / "docker-state"), FAKE_DOCKER_LOG=str(run_dir / "docker.jsonl"),
+                      TUTORIAL_NGC_TAG=TAG)
     try:
         if not (series.ROOT / "build" / "keras" / "resnet50.onnx").exists():
             series.run_series(tmp_path_factory.mktemp("prerequisites"), profile="ci", only=["01", "02"])
@@ -45,8 +48,10 @@ def test_docker_notebooks_run_through_the_ngc_images(docker_run):
     assert report.count("| ok |") == len(DOCKER_NOTEBOOKS) and "FAILED" not in report
     calls = [json.loads(line) for line in (docker_run / "docker.jsonl").read_text().splitlines()]
     runs = [c for c in calls if c[0] == "run"]
-    assert any("nvcr.io/nvidia/tritonserver:24.05-py3" in c for c in runs)
-    assert any("nvcr.io/nvidia/tritonserver:24.05-py3-sdk" in c for c in runs)
+    assert any(f"nvcr.io/nvidia/tritonserver:{TAG}-py3" in c for c in runs)
+    assert any(f"nvcr.io/nvidia/tritonserver:{TAG}-py3-sdk" in c for c in runs)
+    images = [arg for c in calls for arg in c if arg.startswith("nvcr.io/")]
+    assert images and all(f":{TAG}-" in i for i in images), sorted(set(images))  # round two, item 1
     pulled = [c[1] for c in calls if c[0] == "pull"]
     assert len(pulled) == len(set(pulled)) == 2  # each image pulled once, explicitly, before its first run
     assert all("--gpus" not in c or c[c.index("--gpus") + 1] == "device=0" for c in runs)
