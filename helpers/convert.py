@@ -44,7 +44,7 @@ def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = 
                           gpu: int | str | None = 0) -> list[str]:
     """`docker run` of a command in the NGC TensorRT container with `host_dir` mounted at CONTAINER_DIR."""
     return ngc.docker_run(ngc.image("tensorrt", tag), list(args), volumes={host_dir: CONTAINER_DIR},
-                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu))
+                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), as_user=True)
 
 
 def tensorrt_version_in_image(tag: str = ngc.NGC_TAG) -> str:
@@ -90,7 +90,7 @@ def in_pytorch_container(args: Sequence[str], host_dir: str | Path, tag: str = n
                          gpu: int | str | None = 0) -> list[str]:
     """`docker run` of a command in the NGC PyTorch container (it ships torch-tensorrt) with `host_dir` mounted."""
     return ngc.docker_run(ngc.image("pytorch", tag), list(args), volumes={host_dir: CONTAINER_DIR},
-                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), extra=["--ipc=host"])
+                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), as_user=True, extra=["--ipc=host"])
 
 
 def engine_outputs_args(engine_file: str, input_name: str, input_file: str, shape: Sequence[int],

@@ -45,32 +45,54 @@ class Launcher(Protocol):
 
 
 class DockerLauncher:
-    """`docker run` of the NGC tritonserver image, the repository mounted at /models, ports on the host only."""
+    """`docker run` of the NGC tritonserver image, the repository mounted at /models, on the host's network with
+    every endpoint bound to 127.0.0.1 (no docker-proxy between a client on this host and the server)."""
 
     name = "docker"
 
     def pick_port(self, requested: int | None, default: int, host: str) -> int:
-        return requested or default
+        from .server import port_busy
+
+        return requested or (default if not port_busy(default, host) else free_port(host))
 
     def command(self, server) -> list[str]:
         flags = control_flags(server.models, server.poll_secs)
         return ngc.docker_run(
             ngc.image("tritonserver", server.tag),
             # --exit-on-error=false: a model that fails to load is reported, and the others are still served
-            ["tritonserver", "--model-repository=/models", "--exit-on-error=false", "--exit-timeout-secs=10", *flags],
-            volumes={server.repository: "/models"},
-            ports={server.http_port: 8000, server.grpc_port: 8001, server.metrics_port: 8002},
-            host=server.host, gpus=server.gpus, name=server.container_name,
+            ["tritonserver", "--model-repository=/models",
+             f"--http-address={server.host}", f"--http-port={server.http_port}",
+             f"--grpc-address={server.host}", f"--grpc-port={server.grpc_port}",
+             f"--metrics-address={server.host}", f"--metrics-port={server.metrics_port}",
+             "--exit-on-error=false", "--exit-timeout-secs=10", *flags],
+            volumes={server.repository: "/models"}, network="host", gpus=server.gpus, name=server.container_name,
             extra=["--ipc=host"])  # shares /dev/shm with clients on this host (system shared memory)
 
     def prepare(self, server) -> tuple[list[Served], dict[str, str]]:
         return [Served(name, "native", "NGC container") for name in server.model_names()], {}
 
     def before_start(self, server) -> None:
+        leftovers = [n for n in containers() if n.startswith(CONTAINER_PREFIX)]
+        if server.container_name in leftovers:
+            raise RuntimeError(f"a container named {server.container_name} already exists (left by an interrupted "
+                               f"run?): remove it with `docker rm -f {server.container_name}`")
+        for name in leftovers:  # another port: not in our way, but it may hold a GPU and memory
+            print(f"note: container {name} from an earlier run still exists; `docker rm -f {name}` removes it")
         ngc.ensure_image(ngc.image("tritonserver", server.tag))  # before the readiness clock starts
 
     def cleanup_command(self, server) -> list[str]:
         return ["docker", "rm", "-f", server.container_name]
+
+
+CONTAINER_PREFIX = "triton-tutorials-"
+
+
+def containers() -> list[str]:
+    """Names of this engine's containers, running or stopped (`docker ps -a`), [] when Docker does not answer."""
+    import subprocess
+
+    out = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True)
+    return out.stdout.split() if out.returncode == 0 else []
 
 
 class LocalLauncher:

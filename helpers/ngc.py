@@ -149,9 +149,12 @@ def docker_run(
     network: str | None = None,
     workdir: str | None = None,
     interactive: bool = False,
+    as_user: bool = False,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """Argument list for `docker run --rm`: absolute volume paths, ports published on `host` only."""
+    """Argument list for `docker run --rm`: absolute volume paths, ports published on `host` only; with as_user, the
+    container runs as the calling user (files it writes into the mounts are the user's, and an NFS home with
+    root_squash stays writable), with HOME in /tmp since that user has no home in the image."""
     args = ["docker", "run", "--rm"]
     if interactive:
         args.append("-it")
@@ -160,7 +163,9 @@ def docker_run(
     if gpus:
         args += ["--gpus", f'"{gpus}"' if gpus.startswith("device=") and "," in gpus else gpus]
     if network:
-        args += ["--net", network]
+        args += ["--network", network]
+    if as_user:
+        args += ["--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
     for host_port, container_port in (ports or {}).items():
         published = f"{host}:{host_port}" if host else str(host_port)
         args += ["-p", f"{published}:{container_port}"]
@@ -184,7 +189,7 @@ def as_shell(args: Sequence[str]) -> str:
     return shlex.join([str(a) for a in args])
 
 
-_OPTIONS_WITH_VALUE = {"--name", "--gpus", "--net", "--network", "-p", "-v", "-w", "-e", "--shm-size", "--ulimit"}
+_OPTIONS_WITH_VALUE = {"--name", "--gpus", "--network", "--user", "-p", "-v", "-w", "-e", "--shm-size", "--ulimit"}
 
 
 def image_of(args: Sequence[str]) -> str:

@@ -208,7 +208,8 @@ def docker_command(args: list[str], tag: str = ngc.NGC_TAG, results_dir: str | P
     """`docker run` of perf_analyzer from the SDK image (the plain tritonserver image does not ship it)."""
     volumes = {results_dir: "/results"} if results_dir else None
     return ngc.docker_run(ngc.image("sdk", tag), ["perf_analyzer", *args], network="host", gpus=None,
-                          volumes=volumes, workdir="/results" if results_dir else None, extra=["--ipc=host"])
+                          volumes=volumes, workdir="/results" if results_dir else None, as_user=True,
+                          extra=["--ipc=host"])
 
 
 def concurrency_levels(concurrency: str) -> list[int]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from . import ngc
-from .launchers import guarded, launcher_for
+from .launchers import CONTAINER_PREFIX, guarded, launcher_for
 from .preflight import check_repository, model_folders
 from .runtime import RuntimeChoice, choose_runtime
 from .standin import Served
@@ -97,7 +97,7 @@ class TritonServer:
         self.http_port = self.launcher.pick_port(http_port, 8000, host)
         self.grpc_port = self.launcher.pick_port(grpc_port, 8001, host)
         self.metrics_port = self.launcher.pick_port(metrics_port, 8002, host)
-        self.container_name = f"triton-tutorials-{self.http_port}"
+        self.container_name = f"{CONTAINER_PREFIX}{self.http_port}"
         self.served: list[Served] = []
         self.version = ""
         self._proc: subprocess.Popen | None = None

@@ -1,6 +1,8 @@
 """The exact docker, trtexec and perf_analyzer commands the GPU/NGC path would run (no Docker needed)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from helpers import convert, ngc, perf
@@ -17,16 +19,33 @@ def test_images_share_one_tag():
         ngc.image("tritonserver", "latest")
 
 
-def test_server_docker_command_publishes_on_localhost_with_absolute_volume(tmp_path):
+def test_server_docker_command_serves_on_localhost_over_the_host_network(tmp_path):
+    """Round two, item 3: published ports sent every benchmark request through docker-proxy; the server now uses
+    the host's network with every endpoint bound to 127.0.0.1."""
     (tmp_path / "models").mkdir()
-    server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"), tag="24.05")
+    server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"), tag="24.05", http_port=8000,
+                          grpc_port=8001, metrics_port=8002)
     assert server.command() == [
-        "docker", "run", "--rm", "--name", "triton-tutorials-8000", "--gpus", "device=0",
-        "-p", "127.0.0.1:8000:8000", "-p", "127.0.0.1:8001:8001", "-p", "127.0.0.1:8002:8002",
+        "docker", "run", "--rm", "--name", "triton-tutorials-8000", "--gpus", "device=0", "--network", "host",
         "-v", f"{(tmp_path / 'models').resolve()}:/models", "--ipc=host",
         "nvcr.io/nvidia/tritonserver:24.05-py3",
-        "tritonserver", "--model-repository=/models", "--exit-on-error=false", "--exit-timeout-secs=10",
-        "--model-control-mode=poll", "--repository-poll-secs=30"]
+        "tritonserver", "--model-repository=/models", "--http-address=127.0.0.1", "--http-port=8000",
+        "--grpc-address=127.0.0.1", "--grpc-port=8001", "--metrics-address=127.0.0.1", "--metrics-port=8002",
+        "--exit-on-error=false", "--exit-timeout-secs=10", "--model-control-mode=poll", "--repository-poll-secs=30"]
+    assert "-p" not in server.command()
+
+
+def test_docker_ports_are_the_defaults_when_free_else_free_ones(tmp_path, monkeypatch):
+    """Round two, item 4: fixed ports 8000-8002 stopped every notebook when JupyterHub (or a leftover container)
+    held 8000."""
+    from helpers import server as server_module
+
+    (tmp_path / "models").mkdir()
+    monkeypatch.setattr(server_module, "port_busy", lambda port, host="127.0.0.1": port == 8000)
+    server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"))
+    assert server.http_port != 8000 and (server.grpc_port, server.metrics_port) == (8001, 8002)
+    assert server.container_name == f"triton-tutorials-{server.http_port}"
+    assert f"--http-port={server.http_port}" in server.command()
 
 
 def test_docker_server_uses_one_gpu_and_loads_only_the_models_asked_for(tmp_path):
@@ -63,9 +82,19 @@ def test_trtexec_keras_engine_command(tmp_path):
                     "--minShapes=input_1:1x224x224x3", "--optShapes=input_1:8x224x224x3",
                     "--maxShapes=input_1:32x224x224x3", "--fp16"]
     cmd = convert.in_tensorrt_container(args, tmp_path, "24.05")
-    assert cmd[:9] == ["docker", "run", "--rm", "--gpus", "device=0", "-v", f"{tmp_path.resolve()}:/workspace/models",
-                       "-w", "/workspace/models"]
-    assert cmd[9:11] == ["nvcr.io/nvidia/tensorrt:24.05-py3", "trtexec"]
+    assert cmd[:13] == ["docker", "run", "--rm", "--gpus", "device=0", "--user", f"{os.getuid()}:{os.getgid()}",
+                        "-e", "HOME=/tmp", "-v", f"{tmp_path.resolve()}:/workspace/models", "-w", "/workspace/models"]
+    assert cmd[13:15] == ["nvcr.io/nvidia/tensorrt:24.05-py3", "trtexec"]
+
+
+def test_tool_containers_run_as_the_calling_user(tmp_path):
+    """Round two, item 6: trtexec, torch-tensorrt and perf_analyzer wrote root-owned files into the user's folders."""
+    user = f"{os.getuid()}:{os.getgid()}"
+    for cmd in (convert.in_tensorrt_container(["trtexec"], tmp_path), convert.in_pytorch_container(["python"], tmp_path),
+                perf.docker_command(["-m", "m"], results_dir=tmp_path)):
+        assert cmd[cmd.index("--user") + 1] == user and cmd[cmd.index("-e") + 1] == "HOME=/tmp", cmd
+    server = TritonServer(tmp_path, RuntimeChoice("docker", "test")).command()
+    assert "--user" not in server  # the server only reads the repository
 
 
 def test_trtexec_fp16_io_adds_format_flags_and_rules():
@@ -99,7 +128,7 @@ def test_perf_analyzer_from_sdk_image_with_grpc_flag(tmp_path):
     assert args[:6] == ["-m", "resnet18_pytorch", "-u", "localhost:8001", "-i", "grpc"]
     cmd = perf.docker_command(args, "24.05", results_dir=tmp_path)
     assert cmd[cmd.index("nvcr.io/nvidia/tritonserver:24.05-py3-sdk") + 1] == "perf_analyzer"
-    assert "--gpus" not in cmd and cmd[cmd.index("--net") + 1] == "host"
+    assert "--gpus" not in cmd and cmd[cmd.index("--network") + 1] == "host"
 
 
 @pytest.mark.parametrize("kwargs, message", [({"protocol": "tcp"}, "protocol"), ({"concurrency": "1-16"}, "start:end:step"),

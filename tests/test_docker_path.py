@@ -85,16 +85,33 @@ def test_container_is_removed_when_the_kernel_is_killed(fake_docker, tiny_repo, 
     assert containers(), "the container did not start"
     os.kill(kernel.pid, signal.SIGKILL)
     kernel.wait()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (containers() or new_processes()):
+    deadline = time.monotonic() + 30  # the reaper stops the container, then runs `docker rm -f` (a --rm container
+    while time.monotonic() < deadline and (containers() or new_processes()  # is gone before that)
+                                           or not any(c[:2] == ["rm", "-f"] for c in calls(fake_docker))):
         time.sleep(0.5)
     assert containers() == [] and not new_processes()
     assert any(c[:2] == ["rm", "-f"] for c in calls(fake_docker))
 
 
+def test_a_container_left_by_an_interrupted_run_is_named_with_its_remedy(fake_docker, tiny_repo, capsys):
+    """Round two, item 4: a leftover container stopped every later notebook with 'port busy'."""
+    from helpers.launchers import free_port
+
+    port = free_port()
+    leftover = TritonServer(tiny_repo, RuntimeChoice("docker", "test"), http_port=port)
+    state = Path(os.environ["FAKE_DOCKER_STATE"]) / "containers"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / leftover.container_name).write_text("0")  # stopped, never removed: its name is still taken
+    with pytest.raises(RuntimeError, match=rf"`docker rm -f triton-tutorials-{port}`"):
+        TritonServer(tiny_repo, RuntimeChoice("docker", "test"), http_port=port).start()
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as other:  # another port: it starts, and says so
+        assert other.running
+    assert f"container triton-tutorials-{port} from an earlier run still exists" in capsys.readouterr().out
+
+
 def test_perf_analyzer_csv_comes_back_from_the_sdk_container(fake_docker, tiny_repo, tmp_path):
-    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")):
-        table = perf.run("tiny", "localhost:8001", tmp_path / "perf" / "tiny.csv", concurrency="1:2:1",
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:  # 8001 only when free: ask the server
+        table = perf.run("tiny", server.grpc_url, tmp_path / "perf" / "tiny.csv", concurrency="1:2:1",
                          docker_tag=ngc.NGC_TAG, measurement_interval_ms=600, max_trials=5,
                          stability_percentage=100, progress=False)
     sdk_runs = [c for c in calls(fake_docker) if c[0] == "run" and ngc.image("sdk") in c]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -21,7 +22,8 @@ def shown_commands(text: str) -> list[list[str]]:
         for line in joined.splitlines():
             line = line.strip()
             if line.startswith("docker run"):
-                found.append(shlex.split(line.replace("$PWD", str(ROOT))))
+                line = line.replace("$PWD", str(ROOT)).replace("$(id -u):$(id -g)", f"{os.getuid()}:{os.getgid()}")
+                found.append(shlex.split(line))
     return found
 
 
@@ -35,7 +37,7 @@ def helper_commands() -> list[list[str]]:
         convert.in_tensorrt_container(convert.trtexec_args("model.onnx", "model.plan", "INPUT__0", (3, 224, 224),
                                                            batches=(1, 8, 64)), ROOT / "build" / "resnet18"),
         TritonServer(ROOT / "models", RuntimeChoice("docker", "shown"), models=["resnet50_onnx"]).command(),
-        perf.level_command("resnet18_pytorch", "localhost:8001", ROOT / "runs" / "latest" / "perf" / "11_baseline_c1.csv",
+        perf.level_command("resnet18_pytorch", "127.0.0.1:8001", ROOT / "runs" / "latest" / "perf" / "11_baseline_c1.csv",
                            ngc.NGC_TAG, concurrency="1")[0],
     ]
 

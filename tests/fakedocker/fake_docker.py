@@ -3,12 +3,19 @@
   docker info --format ...        an engine version; Runtimes lists nvidia unless FAKE_DOCKER_NO_TOOLKIT=1
   docker image inspect IMAGE      exit 0 only for images pulled before (state in $FAKE_DOCKER_STATE)
   docker pull IMAGE               progress lines, then the image counts as present
-  docker run [opts] IMAGE CMD...  refuses an image that was not pulled (a real engine would pull it silently);
-                                  tritonserver image: the local Triton server, volumes, ports and names applied;
+  docker run [opts] IMAGE CMD...  options checked against a recent Docker's `docker run` options (tests/data): an
+                                  unknown one fails as Docker's CLI does; a name in use fails with Docker's conflict;
+                                  a command that names a host path outside the mounts fails (the container cannot
+                                  see it); refuses an image that was not pulled (a real engine would pull silently);
+                                  tritonserver image: the local Triton server (host network, or -p ports);
                                   -sdk image: the local perf_analyzer, volumes and working directory applied;
                                   tensorrt / pytorch images: fail as an image that cannot run here (no GPU, no TensorRT)
-  docker rm -f NAME               stops what `docker run --name NAME` started
-  docker ps                       the names of running containers
+                                  The container is a child process in its own session: it outlives a killed `docker
+                                  run` CLI, as a real container does; SIGTERM/SIGINT to the CLI are passed on
+                                  (--sig-proxy); with --rm its record goes when it exits.
+  docker stop NAME / kill NAME    SIGTERM (SIGKILL after 10 s) / SIGKILL to the container
+  docker rm [-f] NAME             removes a stopped container; a running one only with -f (Docker's error otherwise)
+  docker ps [-a] [--format ...]   the names of running containers (-a: stopped ones too)
 It never produces a TensorRT result. The server image serves what this machine's Triton can (Python and PyTorch
 backends, Python-backend stand-ins for the rest) and places GPU instance groups on the CPU.
 """
@@ -23,7 +30,19 @@ import time
 from pathlib import Path
 
 STATE = Path(os.environ.get("FAKE_DOCKER_STATE", Path(tempfile.gettempdir()) / "fake-docker"))
-_WITH_VALUE = {"--name", "--gpus", "--net", "--network", "-p", "-v", "-w", "-e", "--shm-size", "--ulimit"}
+OPTIONS_FILE = Path(__file__).resolve().parent.parent / "data" / "docker_run_options.txt"
+# Paths an NGC image has of its own (a command may name them without a mount).
+IMAGE_PATHS = ("/opt/", "/usr/", "/workspace", "/dev/", "/proc/")
+
+
+def _options() -> dict[str, bool]:
+    """Every `docker run` option name -> whether it takes a value, from the recorded options of a recent Docker."""
+    table = {}
+    for line in OPTIONS_FILE.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            *names, kind = line.split()
+            table.update({name: kind != "bool" for name in names})
+    return table
 
 
 def _images() -> set[str]:
@@ -62,25 +81,50 @@ def pull(image: str) -> int:
 
 
 def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
-    opts = {"volumes": {}, "ports": {}, "name": None, "workdir": None, "gpus": None}
+    """Options, image and command of `docker run`; an option Docker does not know exits 125 as Docker's CLI does."""
+    known = _options()
+    opts = {"volumes": {}, "ports": {}, "name": None, "workdir": None, "gpus": None, "network": None, "env": {},
+            "rm": False, "user": None}
     i = 0
     while i < len(args) and args[i].startswith("-"):
-        flag = args[i]
-        value = args[i + 1] if flag in _WITH_VALUE else None
-        if flag == "-v":
+        flag, _, inline = args[i].partition("=")
+        if flag not in known:
+            print(f"unknown flag: {flag}\nSee 'docker run --help'.", file=sys.stderr)
+            raise SystemExit(125)
+        takes_value = known[flag]
+        value = (inline or args[i + 1]) if takes_value else None
+        i += 1 + (1 if takes_value and not inline else 0)
+        if flag in ("-v", "--volume"):
             src, dst = value.split(":")[:2]
             opts["volumes"][dst] = src
-        elif flag == "-p":
+        elif flag in ("-p", "--publish"):
             parts = value.split(":")
             opts["ports"][int(parts[-1])] = int(parts[-2])
-        elif flag == "--name":
-            opts["name"] = value
-        elif flag == "-w":
-            opts["workdir"] = value
-        elif flag == "--gpus":
-            opts["gpus"] = value
-        i += 2 if flag in _WITH_VALUE else 1
+        elif flag in ("-e", "--env"):
+            key, _, val = value.partition("=")
+            opts["env"][key] = val
+        elif flag in ("-w", "--workdir", "--name", "--gpus", "--network", "-u", "--user"):
+            opts[{"-w": "workdir", "--workdir": "workdir", "-u": "user", "--user": "user"}.get(flag, flag[2:])] = value
+        elif flag == "--rm":
+            opts["rm"] = True
+    if i >= len(args):
+        print('"docker run" requires at least 1 argument.', file=sys.stderr)
+        raise SystemExit(125)
     return opts, args[i], args[i + 1:]
+
+
+def _outside_mounts(command: list[str], opts: dict) -> list[str]:
+    """Absolute host paths the command names that no mount makes visible in the container."""
+    found = []
+    for arg in [*command, opts["workdir"] or ""]:
+        value = arg.partition("=")[2] if arg.startswith("-") and "=" in arg else arg
+        if not value.startswith("/") or value.startswith(IMAGE_PATHS):
+            continue  # the image's own paths
+        if value.startswith("/tmp") and Path(value).parent == Path("/tmp") and not Path(value).exists():
+            continue  # the container's own /tmp; a host folder under /tmp is the host's, not the container's
+        if not any(value == dst or value.startswith(dst.rstrip("/") + "/") for dst in opts["volumes"]):
+            found.append(value)
+    return found
 
 
 def _host_path(arg: str, volumes: dict[str, str]) -> str:
@@ -92,10 +136,38 @@ def _host_path(arg: str, volumes: dict[str, str]) -> str:
     return arg
 
 
-def _register(name: str | None) -> None:
-    if name:
+def _record(name: str) -> Path:
+    return STATE / "containers" / name
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _running(name: str) -> bool:
+    record = _record(name)
+    return record.exists() and _alive(int(record.read_text() or 0))
+
+
+def _start(opts: dict, argv: list[str], env: dict[str, str], cwd: str | None = None) -> int:
+    """Run the container's process as a child in its own session, as `docker run` without -d does: wait for it,
+    pass SIGTERM/SIGINT on, keep its record (the name stays taken) unless --rm."""
+    import subprocess
+
+    child = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True)
+    if opts["name"]:
         (STATE / "containers").mkdir(parents=True, exist_ok=True)
-        (STATE / "containers" / name).write_text(str(os.getpid()))
+        _record(opts["name"]).write_text(str(child.pid))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda number, _: child.send_signal(number))
+    code = child.wait()
+    if opts["name"] and opts["rm"]:
+        _record(opts["name"]).unlink(missing_ok=True)
+    return code if code >= 0 else 128 - code
 
 
 def _server_repository(source: Path) -> Path:
@@ -133,12 +205,12 @@ def run_server(opts: dict, command: list[str]) -> int:
         if arg.startswith("--model-repository="):
             arg = f"--model-repository={_server_repository(Path(_host_path(arg, opts['volumes']).split('=', 1)[1]))}"
         args.append(arg)
-    ports = opts["ports"]
-    args += [f"--backend-directory={local.backend_dir}", "--http-address=127.0.0.1", "--grpc-address=127.0.0.1",
-             f"--http-port={ports.get(8000, 8000)}", f"--grpc-port={ports.get(8001, 8001)}",
-             f"--metrics-port={ports.get(8002, 8002)}"]
-    _register(opts["name"])
-    os.execve(str(local.binary), [str(local.binary), *args], {**os.environ, **local.env})
+    args.append(f"--backend-directory={local.backend_dir}")
+    if opts["network"] != "host":  # bridge network: the container's 8000-8002 published with -p
+        ports = opts["ports"]
+        args += ["--http-address=127.0.0.1", "--grpc-address=127.0.0.1", f"--http-port={ports.get(8000, 8000)}",
+                 f"--grpc-port={ports.get(8001, 8001)}", f"--metrics-port={ports.get(8002, 8002)}"]
+    return _start(opts, [str(local.binary), *args], {**os.environ, **local.env, **opts["env"]})
 
 
 def run_sdk(opts: dict, command: list[str]) -> int:
@@ -148,10 +220,8 @@ def run_sdk(opts: dict, command: list[str]) -> int:
         return _say(127, f"fake docker: the SDK image here runs perf_analyzer only; got {command[:1]}")
     pa = find_perf_analyzer()
     args = [_host_path(a, opts["volumes"]) for a in command[1:]]
-    if opts["workdir"]:
-        os.chdir(_host_path(opts["workdir"], opts["volumes"]))
-    _register(opts["name"])
-    os.execve(str(pa.binary), [str(pa.binary), *args], {**os.environ, **pa.env})
+    cwd = _host_path(opts["workdir"], opts["volumes"]) if opts["workdir"] else None
+    return _start(opts, [str(pa.binary), *args], {**os.environ, **pa.env, **opts["env"]}, cwd)
 
 
 def run(args: list[str]) -> int:
@@ -159,6 +229,14 @@ def run(args: list[str]) -> int:
     if image not in _images():
         return _say(125, f"fake docker: image {image} was not pulled first; a real engine would now pull it "
                          "silently inside `docker run` (tests require an explicit pull)")
+    if opts["name"] and _record(opts["name"]).exists():  # running, or stopped and not removed: the name is taken
+        return _say(125, f'docker: Error response from daemon: Conflict. The container name "/{opts["name"]}" is '
+                         "already in use by container \"fake\". You have to remove (or rename) that container to be "
+                         "able to reuse that name.")
+    unseen = _outside_mounts(command, opts)
+    if unseen:
+        return _say(1, f"fake docker: the container cannot see {unseen}: no -v mount holds them "
+                       f"(mounts: {sorted(opts['volumes']) or 'none'})")
     if "/tritonserver:" in image and image.endswith("-py3-sdk"):
         return run_sdk(opts, command)
     if "/tritonserver:" in image:
@@ -168,31 +246,56 @@ def run(args: list[str]) -> int:
                      "Container Toolkit.")
 
 
-def rm(args: list[str]) -> int:
+def _signal_container(name: str, first: int, grace: float) -> bool:
+    record = _record(name)
+    if not record.exists():
+        return False
+    pid = int(record.read_text() or 0)
+    for sig in (first, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)  # the container's session: its process and everything it started
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.1)
+        if not _alive(pid):
+            break
+    return True
+
+
+def stop(args: list[str], sig: int = signal.SIGTERM) -> int:
     code = 0
     for name in (a for a in args if not a.startswith("-")):
-        record = STATE / "containers" / name
-        if not record.exists():
+        if not _signal_container(name, sig, 10 if sig == signal.SIGTERM else 0.5):
             code = _say(1, f"Error response from daemon: No such container: {name}")
             continue
-        pid = int(record.read_text())
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
-                time.sleep(0.1)
-        record.unlink()
         print(name)
     return code
 
 
-def ps() -> int:
+def rm(args: list[str]) -> int:
+    code, force = 0, "-f" in args or "--force" in args
+    for name in (a for a in args if not a.startswith("-")):
+        record = _record(name)
+        if not record.exists():
+            code = _say(1, f"Error response from daemon: No such container: {name}")
+            continue
+        if _running(name) and not force:
+            code = _say(1, f"Error response from daemon: cannot remove container \"/{name}\": container is running: "
+                           "stop the container before removing or force remove")
+            continue
+        _signal_container(name, signal.SIGKILL, 5)
+        record.unlink(missing_ok=True)
+        print(name)
+    return code
+
+
+def ps(args: list[str]) -> int:
     folder = STATE / "containers"
+    every = "-a" in args or "--all" in args
     for record in sorted(folder.iterdir()) if folder.exists() else []:
-        if Path(f"/proc/{record.read_text()}").exists():
+        if every or _running(record.name):
             print(record.name)
     return 0
 
@@ -213,8 +316,12 @@ def main(argv: list[str]) -> int:
         return run(rest)
     if verb == "rm":
         return rm(rest)
+    if verb == "stop":
+        return stop(rest)
+    if verb == "kill":
+        return stop(rest, signal.SIGKILL)
     if verb == "ps":
-        return ps()
+        return ps(rest)
     return _say(1, f"fake docker: `docker {' '.join(argv)}` is not one of the commands the series uses")
 
 
