@@ -125,6 +125,17 @@ def run_checked(args: Sequence[str], log_file: str | Path) -> None:
         raise RuntimeError(f"command failed with exit code {code}: {ngc.as_shell(args)}\n{tail}")
 
 
+def run_optional(args: Sequence[str], log_file: str | Path) -> str:
+    """run_checked for a step the rest does not need: returns '' when it worked, else the failure in one line (the
+    log keeps the rest), so the notebook records it and goes on."""
+    try:
+        run_checked(args, log_file)
+        return ""
+    except RuntimeError as exc:
+        lines = str(exc).splitlines()
+        return f"{lines[0]} ... {lines[-1].strip()}" if len(lines) > 1 else lines[0]
+
+
 # Runs in the NGC PyTorch container: the article's torch_tensorrt.compile, saved under the name it really has.
 # The result is TorchScript with TensorRT inside: the PyTorch backend serves it (as model.pt), the TensorRT
 # backend cannot (the article saved it as model.plan). The module is made FP16 *before* compiling (FP32 at its

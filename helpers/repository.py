@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,6 +186,10 @@ def read_config(path: str | Path) -> mc.ModelConfig:
     return parse_config(path.read_text(), f"model '{path.parent.name}': {path}")
 
 
+class ConfigWarning(UserWarning):
+    """A config Triton accepts, in a way worth knowing (the message says how it will be read)."""
+
+
 class ConfigMismatch(ValueError):
     """A config.pbtxt that disagrees with the artifact it describes."""
 
@@ -285,9 +290,12 @@ def _check_torchscript_inputs(module, config: mc.ModelConfig, path: Path) -> Non
             raise ConfigMismatch(f"{where}: input '{name}' names position {m.group(1)} (the PyTorch backend's "
                                  f"<name>__<index> convention), but forward() takes {len(params)} input(s): "
                                  f"name it INPUT__{i}")
-        if not m and name not in params:
-            raise ConfigMismatch(f"{where}: input '{name}' is neither INPUT__<index> nor one of forward()'s "
-                                 f"argument names {params}: name it INPUT__{i}")
+        if not m and name not in params:  # the backend then binds by config order (GetNamingConvention, r24.10)
+            warnings.warn(f"{where}: input '{name}' is neither INPUT__<index> nor one of forward()'s argument names "
+                          f"{params}, so Triton's PyTorch backend binds the inputs in the config's order ('{name}' "
+                          f"-> forward()'s '{params[i]}'); that works, but INPUT__{i} (or '{params[i]}') says so",
+                          ConfigWarning, stacklevel=2)
+            return
 
 
 def _torchscript_io(config: mc.ModelConfig, path: Path) -> list[TensorSpec]:

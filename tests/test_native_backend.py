@@ -56,6 +56,19 @@ def test_native_backend_serves_resnet18_exactly_as_in_process(tmp_path, resnet18
             np.testing.assert_array_equal(served, export.run_torchscript(resnet18_pt, x[:batch]))
 
 
+def test_an_input_named_freely_is_served_in_config_order(tmp_path, resnet18_pt):
+    """What pre-flight now says (a warning, not a refusal) is what the server does: it loads and binds by order."""
+    repo = tmp_path / "models"
+    config = repository.build_config("r18", "pytorch_libtorch", [repository.TensorSpec("image", "FP32", (-1, 3, 224, 224))],
+                                     IO[1], max_batch_size=4)
+    with pytest.warns(repository.ConfigWarning):
+        repository.add_model(repo, config, resnet18_pt)
+    x = np.random.default_rng(1).standard_normal((2, 3, 224, 224)).astype(np.float32)
+    with TritonServer(repo, "local") as server:
+        served = tc.infer(tc.connect(server.url), "r18", {"image": x})["OUTPUT__0"]
+    np.testing.assert_array_equal(served, export.run_torchscript(resnet18_pt, x))
+
+
 def test_dynamic_batching_forms_batches_on_the_native_backend(tmp_path, resnet18_pt):
     repo = tmp_path / "models"
     config = repository.build_config("resnet18", "pytorch_libtorch", *IO, max_batch_size=16,

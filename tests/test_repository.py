@@ -129,6 +129,13 @@ def test_input_index_beyond_forward_arguments_is_refused(resnet18_module):
         repository.validate(_r18_config(name="INPUT__1"), resnet18_module)
 
 
+def test_input_name_the_backend_binds_by_order_is_explained_not_refused(resnet18_module):
+    """Round two, item 12: Triton's PyTorch backend (r24.10, GetNamingConvention) accepts names that are neither
+    forward()'s arguments nor <name>__<index> by falling back to the config's order; pre-flight refused them."""
+    with pytest.warns(repository.ConfigWarning, match=r"input 'image' .* binds the inputs in the config's order"):
+        repository.validate(_r18_config(name="image"), resnet18_module)
+
+
 def test_preflight_refuses_name_mismatch_and_bad_syntax_in_seconds(tmp_path, tiny_onnx):
     import time
 

@@ -73,3 +73,6 @@ def test_docker_path_writes_gpu_configs_and_loads_only_what_it_uses(docker_run):
     assert set(compare["at_top_concurrency"]) == {"baseline", "baseline + dynamic batching"}
     assert all(v["throughput"] > 0 for v in compare["at_top_concurrency"].values())
     assert [row["concurrency"] for row in _results(docker_run, "11_baseline_benchmark")["table"]] == [1, 4]
+    # round two, item 7: GPU-served models are not set against this CPU-only kernel's in-process speed
+    assert set(compare["inprocess_skipped"]) == {"baseline", "baseline + dynamic batching"}
+    assert all("served on the GPU" in why for why in compare["inprocess_skipped"].values())
