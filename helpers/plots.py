@@ -169,3 +169,42 @@ def request_path(highlight: str | None = None, path: str | Path | None = None):
             fontsize=8, color="#34495e")
     fig.tight_layout()
     return _save(fig, path)
+
+
+def queue_signal(signal: pd.DataFrame, threshold_us: float, p99_budget_ms: float, title: str,
+                 path: str | Path | None = None):
+    """Queue time per request (the autoscaling signal) and p99 latency against concurrency, with the HPA threshold
+    and the p99 budget drawn in."""
+    ok = signal[signal["stable"].astype(bool)]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot(ok["concurrency"], ok["queue_us_per_request"], marker="o", label="queue time per request (us)")
+    ax.axhline(threshold_us, color="tab:red", linestyle="--", label=f"HPA threshold ({threshold_us:.0f} us)")
+    ax.set(xlabel="concurrency", ylabel="queue time per request (us)", title=title)
+    other = ax.twinx()
+    other.plot(ok["concurrency"], ok["p99_ms"], marker="s", color="tab:gray", label="p99 latency (ms)")
+    other.axhline(p99_budget_ms, color="tab:gray", linestyle=":", label=f"p99 budget ({p99_budget_ms:g} ms)")
+    other.set_ylabel("p99 latency (ms)")
+    lines = ax.get_legend_handles_labels()
+    more = other.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def simulated_latency(sims: Mapping[tuple[str, int], np.ndarray], title: str, path: str | Path | None = None):
+    """p50 and p99 of simulated latencies per replica count, one panel per knee."""
+    wheres = list(dict.fromkeys(where for where, _ in sims))
+    fig, axes = plt.subplots(1, len(wheres), figsize=(6 * len(wheres), 3.8), squeeze=False)
+    for ax, where in zip(axes[0], wheres):
+        counts = sorted(n for w, n in sims if w == where)
+        for q, style in ((50, "o-"), (99, "s-")):
+            ax.plot(counts, [np.percentile(sims[(where, n)], q) for n in counts], style, label=f"p{q}")
+        ax.set(xlabel="replicas", ylabel="latency (ms)", title=where, yscale="log")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -393,9 +393,10 @@ def tree(repository: str | Path) -> str:
 
 def derive(repository: str | Path, source: str, name: str, *, target: str | Path | None = None,
            preferred_batch_sizes: Sequence[int] | None = None, max_queue_delay_us: int | None = None,
-           instance_count: int | None = None, instance_kind: str | None = None) -> mc.ModelConfig:
+           instance_count: int | None = None, instance_kind: str | None = None,
+           gpus: Sequence[int] | None = None) -> mc.ModelConfig:
     """Copy model `source` as `name` (into `target`, default the same repository) with dynamic batching, instance
-    count or instance kind (KIND_CPU / KIND_GPU) changed."""
+    count, instance kind (KIND_CPU / KIND_GPU) or the GPUs of a KIND_GPU group (`count` instances on *each*) changed."""
     src_dir = Path(repository) / source
     config = read_config(src_dir)
     config.name = name
@@ -409,6 +410,13 @@ def derive(repository: str | Path, source: str, name: str, *, target: str | Path
     if instance_kind is not None:
         for group in config.instance_group:
             group.kind = mc.ModelInstanceGroup.Kind.Value(instance_kind)
+    if gpus is not None:
+        for group in config.instance_group:
+            if group.kind != group.KIND_GPU:
+                raise ValueError(f"model '{name}': gpus {list(gpus)} need instance_kind KIND_GPU; the group is "
+                                 f"{mc.ModelInstanceGroup.Kind.Name(group.kind)}")
+            group.ClearField("gpus")
+            group.gpus.extend(gpus)
     versions = sorted((p for p in src_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
     if not versions:
         raise FileNotFoundError(f"model '{source}' has no version folder in {src_dir}")

@@ -14,7 +14,8 @@ from .series import ROOT, notebooks
 
 SITE_SOURCE = ROOT / "build" / "site-src"
 SITE = ROOT / "build" / "site"
-_DOCS = {"docs/benchmarks.md": "benchmarks.md", "docs/workshop.md": "workshop.md", "docs/glossary.md": "glossary.md"}
+_DOCS = {"docs/benchmarks.md": "benchmarks.md", "docs/workshop.md": "workshop.md", "docs/glossary.md": "glossary.md",
+         "docs/cluster.md": "cluster.md"}
 
 
 def latest_run(runs: Path = ROOT / "runs") -> Path:
@@ -58,7 +59,7 @@ def config(pages: list[str], run_dir: Path, source: Path = SITE_SOURCE) -> Path:
         if page.endswith(".ipynb"):
             return re.sub(r"^(\d+)_", r"\1 ", Path(page).stem).replace("_", " ")
         return {"index.md": "Home", "benchmarks.md": "Measured on an H200", "workshop.md": "Instructor's guide",
-                "glossary.md": "Glossary"}[page]
+                "glossary.md": "Glossary", "cluster.md": "Going to a cluster"}[page]
 
     nav = "\n".join(f"  - {json.dumps(title(p))}: {p}" for p in pages)
     path = source.parent / "mkdocs.yml"

@@ -10,7 +10,7 @@ from conftest import triton_processes
 
 
 def test_notebooks_are_committed_without_outputs_and_with_a_parameters_cell():
-    assert len(series.notebooks()) == 13
+    assert len(series.notebooks()) == 14
     for path in [*series.notebooks(), *sorted((series.ROOT / "solutions").glob("*.ipynb"))]:
         nb = json.loads(path.read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
@@ -38,7 +38,7 @@ def _results(run_dir, name):
 @pytest.mark.notebooks
 def test_series_runs_and_writes_report(ci_run):
     report = (ci_run / "report.md").read_text()
-    assert report.count("| ok |") == 13 and "FAILED" not in report
+    assert report.count("| ok |") == 14 and "FAILED" not in report
     assert all((ci_run / nb.name).exists() for nb in series.notebooks())
     assert not triton_processes(everyone=True), "a notebook left a Triton process running"
 
@@ -130,3 +130,17 @@ def test_client_notebook_against_a_shared_server(ci_run, tmp_path):
     served = _results(run, "06_http_client")
     assert served["served"] == [f"resnet50_onnx: shared (on the server at {shared.url})"]
     assert served["parity_grpc_vs_http"]["max_abs_diff"] == 0.0
+
+
+@pytest.mark.notebooks
+def test_kubernetes_notebook_numbers(ci_run):
+    k8s = _results(ci_run, "20_kubernetes")
+    assert k8s["manifests"][:2] == ["01-persistentvolumeclaim-triton-resnet18-models.yaml",
+                                    "02-deployment-triton-resnet18.yaml"] and len(k8s["manifests"]) == 7
+    assert k8s["threshold_us"] >= 100 and [r["concurrency"] for r in k8s["signal"]] == [1, 2, 4]
+    planned = [r for r in k8s["plan"] if r["planned"]]
+    assert {r["knee from"].split(" (")[0] for r in planned} == {"this machine", "H200"}
+    assert all(r["utilization"] <= 0.7 + 1e-9 for r in planned)  # the 30 % headroom rule
+    assert k8s["settings"]["instance_count"] >= 1  # 13's best configuration, deployed
+    for png in ("20_queue_signal.png", "20_capacity.png"):
+        assert (ci_run / png).stat().st_size > 10_000, png

@@ -46,7 +46,7 @@ def _pages(out: Path) -> list[Path]:
 def test_every_page_renders_in_chromium(served_site, tmp_path):
     out, url = served_site
     pages = _pages(out)
-    assert len(pages) == 17  # home, three docs pages, thirteen notebooks
+    assert len(pages) == 19  # home, four docs pages, fourteen notebooks
     profile = tmp_path / "chromium-profile"
     for page in pages:
         path = "/" + str(page.parent.relative_to(out)).replace(".", "") + "/"

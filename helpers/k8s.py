@@ -1,0 +1,213 @@
+"""The series' model repository on Kubernetes: manifests (plain, and KServe), their offline validation, and a
+capacity plan from measured numbers. Nothing here needs a cluster; `kubectl apply -f <folder>` is the reader's step.
+
+Kubernetes API: https://kubernetes.io/docs/reference/kubernetes-api/
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from . import ngc
+
+# A current Kubernetes release for validation (kubernetes-validate ships the schemas; autoscaling/v2beta2 was
+# removed in 1.26, so a manifest that still uses it does not validate against this version).
+K8S_VERSION = "1.34.0"
+CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
+# The per-request queue time the HPA reads, as prometheus-adapter names it from Triton's counters.
+QUEUE_METRIC = "triton_queue_us_per_request"
+
+# Custom resources the manifests use and the fields they set, from the upstream CRDs (prometheus-operator's
+# PodMonitor, KServe's InferenceService): kubernetes-validate has no schema for CRDs, so these are checked here.
+CRD_FIELDS = {
+    ("monitoring.coreos.com/v1", "PodMonitor"): {
+        "spec": {"selector": {"matchLabels": None}, "podMetricsEndpoints": [{"port": None, "path": None,
+                                                                              "interval": None}]}},
+    ("serving.kserve.io/v1beta1", "InferenceService"): {
+        "spec": {"predictor": {"minReplicas": None, "maxReplicas": None, "scaleMetric": None, "scaleTarget": None,
+                               "model": {"modelFormat": {"name": None, "version": None}, "runtime": None,
+                                         "runtimeVersion": None, "storageUri": None, "args": None,
+                                         "resources": None}}}},
+}
+
+
+def _labels(app: str) -> dict:
+    return {"app.kubernetes.io/name": app}
+
+
+def plain(app: str, models: Sequence[str], *, tag: str = ngc.NGC_TAG, repository_uri: str = "pvc",
+          pvc_size: str = "10Gi", min_replicas: int = 1, max_replicas: int = 4, queue_target_us: float = 1000.0,
+          cpu: str = "4", memory: str = "16Gi") -> list[dict]:
+    """Deployment, Service, PodMonitor, prometheus-adapter rule and HPA for one Triton per GPU, in apply order.
+    `repository_uri`: "pvc" (a PersistentVolumeClaim mounted at /models, also created) or an object-store URI
+    Triton reads itself (s3://..., gs://..., as://...)."""
+    labels = _labels(app)
+    docs: list[dict] = []
+    repo = "/models" if repository_uri == "pvc" else repository_uri
+    if repository_uri == "pvc":
+        docs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": f"{app}-models"},
+                     "spec": {"accessModes": ["ReadOnlyMany"], "resources": {"requests": {"storage": pvc_size}}}})
+    probe = lambda path, period, failures: {"httpGet": {"path": path, "port": "http"}, "periodSeconds": period,
+                                            "failureThreshold": failures}
+    container = {
+        "name": "tritonserver", "image": ngc.image("tritonserver", tag),
+        "args": ["tritonserver", f"--model-repository={repo}", "--model-control-mode=explicit",
+                 *[f"--load-model={m}" for m in models], "--exit-timeout-secs=30"],
+        "ports": [{"name": n, "containerPort": p} for n, p in CONTAINER_PORTS.items()],
+        "resources": {"limits": {"nvidia.com/gpu": 1}, "requests": {"cpu": cpu, "memory": memory}},
+        # ready: every model loaded (the load balancer sends nothing before); live: the process answers
+        "startupProbe": probe("/v2/health/ready", 10, 60),  # up to 10 minutes to load models and warm up
+        "readinessProbe": probe("/v2/health/ready", 5, 3),
+        "livenessProbe": probe("/v2/health/live", 10, 3),
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}}]
+    if repository_uri == "pvc":
+        container["volumeMounts"].append({"name": "models", "mountPath": "/models", "readOnly": True})
+        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": f"{app}-models", "readOnly": True}})
+    docs.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": app, "labels": labels},
+                 "spec": {"replicas": min_replicas, "selector": {"matchLabels": labels},
+                          "template": {"metadata": {"labels": labels},
+                                       "spec": {"containers": [container], "volumes": volumes,
+                                                "terminationGracePeriodSeconds": 40}}}})
+    docs.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": app, "labels": labels},
+                 "spec": {"selector": labels, "ports": [{"name": n, "port": p, "targetPort": n}
+                                                        for n, p in CONTAINER_PORTS.items()]}})
+    docs.append({"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+                 "metadata": {"name": app, "labels": labels},
+                 "spec": {"selector": {"matchLabels": labels},
+                          "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}]}})
+    docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-adapter-rule"},
+                 "data": {"config.yaml": yaml.safe_dump({"rules": [adapter_rule()]}, sort_keys=False)}})
+    docs.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": app},
+                 "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
+                          "minReplicas": min_replicas, "maxReplicas": max_replicas,
+                          "metrics": [{"type": "Pods", "pods": {
+                              "metric": {"name": QUEUE_METRIC},
+                              "target": {"type": "AverageValue", "averageValue": f"{int(queue_target_us)}"}}}],
+                          "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}}}})
+    return docs
+
+
+def adapter_rule() -> dict:
+    """prometheus-adapter rule: Triton's cumulative queue time over its successful requests, per pod, as the
+    average microseconds a request waited in the last minute (what notebook 20 measures against concurrency)."""
+    return {
+        "seriesQuery": 'nv_inference_queue_duration_us{namespace!="",pod!=""}',
+        "resources": {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}},
+        "name": {"matches": "^nv_inference_queue_duration_us$", "as": QUEUE_METRIC},
+        "metricsQuery": ("sum(rate(nv_inference_queue_duration_us{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>) / "
+                         "clamp_min(sum(rate(nv_inference_request_success{<<.LabelMatchers>>}[1m])) by (<<.GroupBy>>), 1)"),
+    }
+
+
+def kserve(app: str, *, tag: str = ngc.NGC_TAG, storage_uri: str, min_replicas: int = 1,
+           max_replicas: int = 4) -> list[dict]:
+    """An InferenceService on KServe's `kserve-tritonserver` runtime serving the whole repository (modelFormat
+    triton; its `tensorrt` format is declared as TensorRT 8, older than the engines of NGC 24.05+)."""
+    return [{"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": app},
+             "spec": {"predictor": {"minReplicas": min_replicas, "maxReplicas": max_replicas,
+                                    "model": {"modelFormat": {"name": "triton"}, "runtime": "kserve-tritonserver",
+                                              "runtimeVersion": f"{tag}-py3", "storageUri": storage_uri,
+                                              "resources": {"limits": {"nvidia.com/gpu": "1"},
+                                                            "requests": {"cpu": "4", "memory": "16Gi"}}}}}}]
+
+
+def write(docs: Sequence[dict], folder: str | Path) -> list[Path]:
+    """One numbered YAML file per manifest, in the order `kubectl apply -f folder` should meet them."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.yaml"):
+        old.unlink()
+    paths = []
+    for k, doc in enumerate(docs, 1):
+        path = folder / f"{k:02d}-{doc['kind'].lower()}-{doc['metadata']['name']}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        paths.append(path)
+    return paths
+
+
+class ManifestError(ValueError):
+    """A manifest Kubernetes (or the CRD it uses) would refuse; the message names the file and the field."""
+
+
+def _check_fields(value, allowed, where: str) -> None:
+    if allowed is None:
+        return
+    if isinstance(allowed, list):
+        for i, item in enumerate(value if isinstance(value, list) else [value]):
+            _check_fields(item, allowed[0], f"{where}[{i}]")
+        return
+    if not isinstance(value, dict):
+        raise ManifestError(f"{where}: expected an object, found {type(value).__name__}")
+    for key, item in value.items():
+        if key not in allowed:
+            raise ManifestError(f"{where}.{key}: not a field of this resource (known: {sorted(allowed)})")
+        _check_fields(item, allowed[key], f"{where}.{key}")
+
+
+def validate(paths: Sequence[str | Path], version: str = K8S_VERSION) -> list[str]:
+    """Validate manifest files offline: built-in kinds with kubernetes-validate against `version` (strict: unknown
+    fields fail, and an API the version no longer serves fails), custom resources against CRD_FIELDS. Returns one
+    line per manifest; raises ManifestError at the first problem."""
+    import kubernetes_validate
+
+    report = []
+    for path in map(Path, paths):
+        for doc in yaml.safe_load_all(path.read_text()):
+            key = (doc.get("apiVersion", ""), doc.get("kind", ""))
+            where = f"{path.name}: {key[1]} {doc.get('metadata', {}).get('name', '?')}"
+            if key in CRD_FIELDS:
+                _check_fields({k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")},
+                              CRD_FIELDS[key], where)
+                report.append(f"{where}: fields checked against the {key[0]} CRD")
+                continue
+            if "." in key[0].split("/")[0] and not key[0].startswith(("apps/", "autoscaling/", "batch/", "policy/")):
+                raise ManifestError(f"{where}: {key[0]} {key[1]} is a custom resource this series does not know")
+            try:
+                kubernetes_validate.validate(doc, version, strict=True)
+            except kubernetes_validate.SchemaNotFoundError:
+                raise ManifestError(f"{where}: Kubernetes {version} has no {key[0]} {key[1]} (a removed or "
+                                    "misspelled API: HorizontalPodAutoscaler is autoscaling/v2 since 1.23, and "
+                                    "autoscaling/v2beta2 was removed in 1.26)") from None
+            except kubernetes_validate.ValidationError as exc:
+                raise ManifestError(f"{where}: {exc.message} (at {'.'.join(map(str, exc.path))})") from None
+            report.append(f"{where}: valid for Kubernetes {version} (strict)")
+    return report
+
+
+def replicas_for(target_rps: float, per_replica_rps: float, headroom: float = 0.3) -> int:
+    """Replicas for a request rate when each may run at (1 - headroom) of its measured knee throughput."""
+    if not 0 <= headroom < 1:
+        raise ValueError(f"headroom must be in [0, 1); got {headroom}")
+    return max(1, math.ceil(target_rps / (per_replica_rps * (1 - headroom))))
+
+
+def simulate(replicas: int, per_replica_rps: float, target_rps: float, *, base_ms: float, seconds: float = 60.0,
+             burst_factor: float = 2.0, burst_share: float = 0.2, seed: int = 0) -> np.ndarray:
+    """Latencies (ms) of a discrete-event run: bursty Poisson arrivals (rate x burst_factor for burst_share of the
+    time, lower otherwise, same mean), each sent to the replica that frees up first; a replica serves one request
+    per 1/per_replica_rps (its measured knee, so batching is folded into that rate), plus base_ms of fixed latency."""
+    rng = np.random.default_rng(seed)
+    low = target_rps * (1 - burst_share * burst_factor) / (1 - burst_share)
+    if low <= 0:
+        raise ValueError("burst_factor x burst_share must stay below 1")
+    t, arrivals, period = 0.0, [], 1.0  # one-second periods, each a burst with probability burst_share
+    while t < seconds:
+        rate = target_rps * burst_factor if rng.random() < burst_share else low
+        n = rng.poisson(rate * period)
+        arrivals.extend(np.sort(t + rng.random(n) * period))
+        t += period
+    service = 1.0 / per_replica_rps
+    free = np.zeros(replicas)
+    latency = np.empty(len(arrivals))
+    for i, at in enumerate(arrivals):
+        k = int(np.argmin(free))
+        start = max(at, free[k])
+        free[k] = start + service
+        latency[i] = (free[k] - at) * 1000.0 + base_ms
+    return latency

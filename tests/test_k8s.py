@@ -1,0 +1,73 @@
+"""Kubernetes manifests for the model repository, validated offline; the capacity plan's arithmetic and simulation."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+
+from helpers import k8s
+
+
+@pytest.fixture
+def written(tmp_path):
+    plain = k8s.write(k8s.plain("triton-r18", ["resnet18"], queue_target_us=800), tmp_path / "plain")
+    kserve = k8s.write(k8s.kserve("triton-r18", storage_uri="s3://bucket/models"), tmp_path / "kserve")
+    return plain, kserve
+
+
+def test_both_flavours_validate_against_a_current_kubernetes(written):
+    plain, kserve = written
+    assert [p.name.split("-", 1)[1].split("-")[0] for p in plain] == [
+        "persistentvolumeclaim", "deployment", "service", "podmonitor", "configmap", "horizontalpodautoscaler"]
+    report = k8s.validate([*plain, *kserve])
+    assert len(report) == 7 and sum("(strict)" in line for line in report) == 5
+    deployment = yaml.safe_load(plain[1].read_text())["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    assert deployment["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
+    assert deployment["resources"]["limits"]["nvidia.com/gpu"] == 1 and deployment["image"].endswith(":24.05-py3")
+    hpa = yaml.safe_load(plain[-1].read_text())
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["metrics"][0]["pods"]["metric"]["name"] == k8s.QUEUE_METRIC
+    assert hpa["spec"]["metrics"][0]["pods"]["target"]["averageValue"] == "800"
+
+
+def test_the_removed_hpa_api_fails(written, tmp_path):
+    """Triton's own Helm chart still writes autoscaling/v2beta2, removed in Kubernetes 1.26."""
+    hpa = yaml.safe_load(written[0][-1].read_text())
+    hpa["apiVersion"] = "autoscaling/v2beta2"
+    (tmp_path / "old.yaml").write_text(yaml.safe_dump(hpa))
+    with pytest.raises(k8s.ManifestError, match="no autoscaling/v2beta2 HorizontalPodAutoscaler"):
+        k8s.validate([tmp_path / "old.yaml"])
+
+
+def test_a_wrong_field_fails(written, tmp_path):
+    deployment = yaml.safe_load(written[0][1].read_text())
+    deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {"httpGet": {"path": "/", "port": 1}}
+    (tmp_path / "typo.yaml").write_text(yaml.safe_dump(deployment))
+    with pytest.raises(k8s.ManifestError, match="'readinesProbe' was unexpected"):
+        k8s.validate([tmp_path / "typo.yaml"])
+    service = yaml.safe_load(written[1][0].read_text())
+    service["spec"]["predictor"]["model"]["storageURI"] = "s3://x"
+    (tmp_path / "isvc.yaml").write_text(yaml.safe_dump(service))
+    with pytest.raises(k8s.ManifestError, match=r"storageURI: not a field of this resource"):
+        k8s.validate([tmp_path / "isvc.yaml"])
+
+
+def test_object_store_repository_needs_no_volume():
+    docs = k8s.plain("t", ["m"], repository_uri="s3://bucket/models")
+    assert [d["kind"] for d in docs][0] == "Deployment"
+    assert "--model-repository=s3://bucket/models" in docs[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
+def test_replicas_follow_the_headroom_rule():
+    assert k8s.replicas_for(20000, 21548.6, 0.3) == 2  # 20000 / (21548.6 x 0.7) = 1.33 -> 2
+    assert k8s.replicas_for(100, 1000, 0.0) == 1
+    with pytest.raises(ValueError, match="headroom"):
+        k8s.replicas_for(1, 1, 1.0)
+
+
+def test_simulation_queues_only_when_bursts_exceed_capacity():
+    calm = k8s.simulate(2, 1000, 1000, base_ms=3, seconds=20, burst_factor=1.5, burst_share=0.2)
+    tight = k8s.simulate(1, 1000, 900, base_ms=3, seconds=20, burst_factor=2.0, burst_share=0.2)
+    assert np.percentile(calm, 99) < 10 < np.percentile(tight, 99)
+    assert abs(len(calm) / 20 - 1000) < 100  # the mean rate is the target rate
