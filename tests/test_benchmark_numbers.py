@@ -42,3 +42,18 @@ def test_h200_run_times_quoted_by_the_notebooks_match_the_recorded_run():
         assert all(0.8 * low <= s <= 1.2 * high for s in recorded[path.stem]), (path.name, quoted.group(0), recorded[path.stem])
         checked += 1
     assert checked >= 5
+
+
+def test_numbers_quoted_outside_benchmarks_md_match_the_data():
+    """README's headline ratio and notebook 11's memory figure are the recorded run's, not typed from memory."""
+    import json
+
+    import pandas as pd
+
+    variants = pd.read_csv(numbers.DATA / "h200_14_variants.csv")
+    ok = variants[variants["stable"].astype(bool)]
+    base = ok[ok["variant"].str.startswith("article baseline")]["throughput"].iloc[0]
+    assert f"reached {ok['throughput'].max() / base:.0f}x the article's baseline" in (series.ROOT / "README.md").read_text()
+    memory = json.loads((numbers.DATA / "h200_11_results.json").read_text())["memory_peak_mb"]["none"]
+    cells = json.loads((series.ROOT / "notebooks" / "11_baseline_benchmark.ipynb").read_text())["cells"]
+    assert f"took it to\n{memory:.0f} MB" in "".join("".join(c["source"]) for c in cells)

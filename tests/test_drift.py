@@ -79,3 +79,17 @@ def test_no_tracked_file_names_a_path_outside_the_repository():
     found = [f for f in files if f not in skip and (ROOT / f).is_file()
              and outside.search((ROOT / f).read_text(errors="replace"))]
     assert not found, f"these files name a path outside the repository: {found}"
+
+
+def test_round_two_text_says_what_runs():
+    """Round two, item 9: the world table named no Container Toolkit; 06 described 2.51 only; 05 showed one
+    --load-model where two run after 03; 11 printed localhost:8001 where 127.0.0.1:<port> ran."""
+    docs = documents()
+    picked = next(line for line in docs["README.md"].splitlines() if line.startswith("| picked when"))
+    assert "NVIDIA Container Toolkit" in picked
+    assert "server version" in docs["README.md"] and "2.46" in docs["README.md"]
+    assert "2.46 for 24.05" in docs["06_http_client.ipynb"]
+    assert "--load-model=tensorrt_fp16_model" in docs["05_start_triton.ipynb"]
+    code = "".join("".join(c["source"]) for c in json.loads((ROOT / "notebooks" / "11_baseline_benchmark.ipynb")
+                                                             .read_text())["cells"] if c["cell_type"] == "code")
+    assert '"localhost:8001"' not in code and 'perf.level_command("resnet18_pytorch", url,' in code

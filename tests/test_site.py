@@ -89,9 +89,10 @@ def test_screenshot_of_a_notebook_page(served_site, ci_run, tmp_path):
 
 
 @pytest.mark.notebooks
-def test_site_shows_the_request_path_the_glossary_and_the_recaps(served_site):
-    out, _ = served_site
-    glossary = (out / "glossary" / "index.html").read_text()
+def test_site_shows_the_request_path_the_glossary_and_the_recaps(served_site, tmp_path):
+    out, url = served_site
+    glossary = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                               f"{url}/glossary/"], capture_output=True, text=True, timeout=120).stdout
     assert "request_path.png" in glossary and (out / "img" / "request_path.png").stat().st_size > 10_000
     assert "knee" in glossary and "instance group" in glossary
     for name in ("07_local_vs_triton", "11_baseline_benchmark", "13_dynamic_batching_compare", "14_near_the_limit"):
@@ -99,3 +100,7 @@ def test_site_shows_the_request_path_the_glossary_and_the_recaps(served_site):
         assert html.count("data:image/png;base64,") >= 2, f"{name}: the request path and its own plots"
     for page in sorted((out / "notebooks").glob("*/index.html")):
         assert ">Recap" in page.read_text(), f"{page.parent.name} shows no recap"
+    recap = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                            f"{url}/notebooks/13_dynamic_batching_compare/"], capture_output=True, text=True,
+                           timeout=120).stdout
+    assert 'id="Recap"' in recap and "Check your understanding" in recap
