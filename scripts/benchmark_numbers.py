@@ -244,23 +244,55 @@ def section_claim() -> str:
             "with Docker (`runtime=\"docker\"`) it measures the article's own pair.")
 
 
-SECTIONS = {"14": section_14, "native_13": section_native_13, "candidates": section_candidates,
-            "knobs": section_knobs, "inprocess": section_inprocess, "standin": section_standin, "claim": section_claim}
+RUNS = ROOT / "docs" / "runs"
 
 
-def render(text: str) -> str:
-    """docs/benchmarks.md with every generated section replaced by its freshly computed text."""
-    for name, make in SECTIONS.items():
+def recorded_times() -> dict[str, dict[str, list[float]]]:
+    """Notebook run times (s) of the recorded runs: {"cpu": {...}, "h200": {...}}, from their report.md files."""
+    times: dict[str, dict[str, list[float]]] = {"cpu": {}, "h200": {}}
+    for report in sorted(RUNS.glob("*/report*.md")):
+        kind = "h200" if report.parent.name.startswith("h200") else "cpu"
+        for name, seconds in re.findall(r"\| (\d\d_\w+) \| ok \| (\d+) \|", report.read_text()):
+            times[kind].setdefault(name, []).append(float(seconds))
+    return times
+
+
+def section_workshop_times() -> str:
+    """docs/workshop.md's table of notebook run times, from the recorded runs' reports."""
+    times = recorded_times()
+    names = sorted(set(times["cpu"]) | set(times["h200"]))
+    cpu_run = next((p.parent.name for p in sorted(RUNS.glob("ci-*/report.md"))), "not recorded")
+    rows = [f"| notebook | CPU, 2 cores, `ci` profile (`docs/runs/{cpu_run}`) | H200 GPU, no Docker, `gpu-local` "
+            "profile (`docs/runs/h200-2026-12-01`) |", "|---|---|---|"]
+    for name in names:
+        cpu = _rng(times["cpu"][name], ".0f") if name in times["cpu"] else "not timed"
+        gpu = _rng(times["h200"][name], ".0f") if name in times["h200"] else "not timed"
+        rows.append(f"| {name} | {cpu} | {gpu} |")
+    total = sum(max(v) for v in times["cpu"].values())
+    rows.append(f"| **all {len(times['cpu'])} (CPU)** | **{total:.0f}** | |")
+    return "\n".join(["Measured notebook times (seconds), from the recorded runs' own reports:", "", *rows])
+
+
+SECTIONS = {DOC: {"14": section_14, "native_13": section_native_13, "candidates": section_candidates,
+                  "knobs": section_knobs, "inprocess": section_inprocess, "standin": section_standin,
+                  "claim": section_claim},
+            ROOT / "docs" / "workshop.md": {"workshop_times": section_workshop_times}}
+
+
+def render(text: str, doc: Path = DOC) -> str:
+    """The document with every generated section replaced by its freshly computed text."""
+    for name, make in SECTIONS[doc].items():
         begin = BEGIN.format(name=name)
         pattern = re.compile(re.escape(begin) + r".*?" + re.escape(END), re.S)
         if not pattern.search(text):
-            raise ValueError(f"docs/benchmarks.md has no generated section {name!r} (a line {begin!r} ... {END!r})")
+            raise ValueError(f"{doc.name} has no generated section {name!r} (a line {begin!r} ... {END!r})")
         text = pattern.sub(lambda _: f"{begin}\n{make()}\n{END}", text)
     return text
 
 
 if __name__ == "__main__":
     if "--write" in sys.argv:
-        DOC.write_text(render(DOC.read_text()))
+        for doc in SECTIONS:
+            doc.write_text(render(doc.read_text(), doc))
     else:
-        print("\n\n".join(make() for make in SECTIONS.values()))
+        print("\n\n".join(make() for sections in SECTIONS.values() for make in sections.values()))

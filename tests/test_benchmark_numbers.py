@@ -11,8 +11,9 @@ spec.loader.exec_module(numbers)
 
 
 def test_generated_sections_equal_what_the_data_gives():
-    text = numbers.DOC.read_text()
-    assert numbers.render(text) == text, "docs/benchmarks.md differs from docs/data: python scripts/benchmark_numbers.py --write"
+    for doc in numbers.SECTIONS:
+        text = doc.read_text()
+        assert numbers.render(text, doc) == text, f"{doc.name} differs from its data: python scripts/benchmark_numbers.py --write"
 
 
 def test_a_hand_edited_number_is_caught():
@@ -22,25 +23,33 @@ def test_a_hand_edited_number_is_caught():
     assert numbers.render(text.replace(knee, "25000 infer/s", 1)) != text.replace(knee, "25000 infer/s", 1)
 
 
-def test_h200_run_times_quoted_by_the_notebooks_match_the_recorded_run():
-    """Each notebook's 'on an H200' time agrees within 20 % with docs/runs' reports (the run it cites)."""
+def _quoted_time(path, where: str):
+    """(low, high) seconds a notebook's objectives cell quotes for a run `where` describes, or None."""
     import json
     import re
 
-    recorded: dict[str, list[float]] = {}
-    for report in (series.ROOT / "docs" / "runs" / "h200-2026-12-01").glob("report*.md"):
-        for name, seconds in re.findall(r"\| (\d\d_\w+) \| ok \| (\d+) \|", report.read_text()):
-            recorded.setdefault(name, []).append(float(seconds))
+    head = next("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                if "".join(c["source"]).startswith("**You will learn**"))
+    quoted = re.search(r"(\d+)(?:-(\d+))? s[^;]*? " + where, head)
+    return None if not quoted else (float(quoted.group(1)), float(quoted.group(2) or quoted.group(1)))
+
+
+def test_run_times_quoted_by_the_notebooks_match_the_recorded_runs():
+    """Each notebook's CPU and H200 times agree with docs/runs' reports (the runs they cite): H200 within 20 %,
+    the CPU run's as recorded."""
+    recorded = numbers.recorded_times()
     checked = 0
     for path in series.notebooks():
-        head = next("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if "".join(c["source"]).startswith("**You will learn**"))
-        quoted = re.search(r"(\d+)(?:-(\d+))? s[^;]*? on an H200 \(`gpu-local` profile, 2026-12-01\)", head)
-        if not quoted:
-            continue
-        low, high = float(quoted.group(1)), float(quoted.group(2) or quoted.group(1))
-        assert path.stem in recorded, f"{path.name} quotes an H200 time that no recorded report holds"
-        assert all(0.8 * low <= s <= 1.2 * high for s in recorded[path.stem]), (path.name, quoted.group(0), recorded[path.stem])
-        checked += 1
+        for kind, where, slack in (("h200", r"on an H200 \(`gpu-local` profile, 2026-12-01\)", 0.2),
+                                   ("cpu", r"on 2 CPU cores \(`ci` profile, docs/runs/ci-", 0.0)):
+            quoted = _quoted_time(path, where)
+            if quoted is None:
+                continue
+            assert path.stem in recorded[kind], f"{path.name} quotes a {kind} time that no recorded report holds"
+            low, high = quoted
+            assert all((1 - slack) * low - 0.5 <= s <= (1 + slack) * high + 0.5 for s in recorded[kind][path.stem]), (
+                path.name, kind, quoted, recorded[kind][path.stem])
+            checked += 1
     assert checked >= 5
 
 
