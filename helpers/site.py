@@ -50,12 +50,20 @@ def assemble(run_dir: Path, target: Path = SITE_SOURCE) -> list[str]:
         shutil.copytree(ROOT / "docs" / folder, target / folder)
     for path in executed:  # papermill's injected-parameters cell stays: it shows what this run used
         shutil.copyfile(path, target / "notebooks" / path.name)
-    return ["index.md", *_DOCS.values(), *[f"notebooks/{p.name}" for p in executed]]
+    recorded = []  # the recorded GPU runs kept in docs/runs, published beside this run, labelled with their run
+    for path in sorted((ROOT / "docs" / "runs").glob("*/*.ipynb")):
+        page = Path("recorded") / path.parent.name / path.name
+        (target / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target / page)
+        recorded.append(str(page))
+    return ["index.md", *_DOCS.values(), *[f"notebooks/{p.name}" for p in executed], *recorded]
 
 
 def config(pages: list[str], run_dir: Path, source: Path = SITE_SOURCE) -> Path:
     """mkdocs.yml for the assembled pages (written beside them)."""
     def title(page: str) -> str:
+        if page.startswith("recorded/"):
+            return f"{Path(page).parent.name} (recorded): " + re.sub(r"^(\d+)_", r"\1 ", Path(page).stem).replace("_", " ")
         if page.endswith(".ipynb"):
             return re.sub(r"^(\d+)_", r"\1 ", Path(page).stem).replace("_", " ")
         return {"index.md": "Home", "benchmarks.md": "Measured on an H200", "workshop.md": "Instructor's guide",

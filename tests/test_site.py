@@ -46,7 +46,8 @@ def _pages(out: Path) -> list[Path]:
 def test_every_page_renders_in_chromium(served_site, tmp_path):
     out, url = served_site
     pages = _pages(out)
-    assert len(pages) == 19  # home, four docs pages, fourteen notebooks
+    recorded = len(list((series.ROOT / "docs" / "runs").glob("*/*.ipynb")))
+    assert len(pages) == 19 + recorded  # home, four docs pages, fourteen notebooks, the recorded GPU runs' notebooks
     profile = tmp_path / "chromium-profile"
     for page in pages:
         path = "/" + str(page.parent.relative_to(out)).replace(".", "") + "/"
@@ -104,3 +105,12 @@ def test_site_shows_the_request_path_the_glossary_and_the_recaps(served_site, tm
                             f"{url}/notebooks/13_dynamic_batching_compare/"], capture_output=True, text=True,
                            timeout=120).stdout
     assert ">Recap" in recap and "Check your understanding" in recap
+
+
+@pytest.mark.notebooks
+def test_recorded_gpu_runs_are_published_with_their_label(served_site):
+    out, _ = served_site
+    pages = sorted((out / "recorded").glob("*/*/index.html"))
+    assert {p.parent.parent.name for p in pages} >= {"h200-2026-12-01"}
+    h200 = (out / "recorded" / "h200-2026-12-01" / "14_near_the_limit" / "index.html").read_text()
+    assert "h200-2026-12-01 (recorded)" in h200 and h200.count("data:image/png;base64,") >= 2
