@@ -17,7 +17,6 @@ from helpers.runtime import RuntimeChoice
 from helpers.server import TritonServer
 
 FAKE = Path(__file__).resolve().parent / "fakedocker"
-OPTIONS = Path(__file__).resolve().parent / "data" / "docker_run_options.txt"
 
 
 @pytest.fixture
@@ -32,12 +31,13 @@ def docker(tmp_path, monkeypatch):
 
 
 def _known_options() -> dict[str, bool]:
-    table = {}
-    for line in OPTIONS.read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
-            *names, kind = line.split()
-            table.update({n: kind != "bool" for n in names})
-    return table
+    """The recorded `docker run` options (the test docker's own table: one reader for both)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fake_docker", FAKE / "fake_docker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._options()
 
 
 def test_every_option_the_series_passes_is_a_documented_docker_run_option(tmp_path):
