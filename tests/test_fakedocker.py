@@ -130,10 +130,14 @@ def test_stop_and_kill_end_the_container_and_rm_frees_the_name(docker, tmp_path,
 
 
 def test_sigterm_to_the_cli_reaches_the_container_and_rm_clears_its_name(docker, tmp_path):
+    """And nothing of the container outlives its main process (the Python-backend stub ignores SIGTERM)."""
+    from conftest import triton_processes
+
     cli = subprocess.Popen(["docker", *_server(tmp_path, "t2")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert _wait(lambda: "t2" in _running(docker))
     cli.send_signal(signal.SIGTERM)  # --sig-proxy: the container gets it and stops
     cli.wait(timeout=40)
     assert _wait(lambda: "t2" not in _running(docker), 10)
     assert docker("rm", "t2").returncode == 1  # --rm removed it when it exited
+    assert _wait(lambda: not triton_processes(), 10), "a process of the container outlived it"
     assert json.loads(json.dumps(_running(docker))) == []

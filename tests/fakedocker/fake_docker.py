@@ -21,6 +21,7 @@ backends, Python-backend stand-ins for the rest) and places GPU instance groups 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -165,6 +166,8 @@ def _start(opts: dict, argv: list[str], env: dict[str, str], cwd: str | None = N
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda number, _: child.send_signal(number))
     code = child.wait()
+    with contextlib.suppress(ProcessLookupError):  # nothing left in it
+        os.killpg(child.pid, signal.SIGKILL)  # the main process is gone: Docker ends the rest of the container too
     if opts["name"] and opts["rm"]:
         _record(opts["name"]).unlink(missing_ok=True)
     return code if code >= 0 else 128 - code
