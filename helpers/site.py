@@ -54,7 +54,11 @@ def assemble(run_dir: Path, target: Path = SITE_SOURCE) -> list[str]:
     for path in sorted((ROOT / "docs" / "runs").glob("*/*.ipynb")):
         page = Path("recorded") / path.parent.name / path.name
         (target / page).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target / page)
+        notebook = json.loads(path.read_text())
+        label = (f"**Recorded run `{path.parent.name}`**: executed on the machine that run names (see "
+                 "docs/benchmarks.md), kept in the repository under docs/runs; not this site's CI run.")
+        notebook["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": [label]})
+        (target / page).write_text(json.dumps(notebook))
         recorded.append(str(page))
     return ["index.md", *_DOCS.values(), *[f"notebooks/{p.name}" for p in executed], *recorded]
 
