@@ -11,6 +11,7 @@ from typing import Protocol
 
 from . import ngc
 from .runtime import RuntimeChoice
+from .pyenv import environment_problem
 from .standin import Served, prepare_served_repository
 
 
@@ -118,6 +119,10 @@ class LocalLauncher:
     def prepare(self, server) -> tuple[list[Served], dict[str, str]]:
         served = prepare_served_repository(server.repository, server.workdir / "models", self.local.backends,
                                            server.models)
+        if any(s.how == "python stand-in" or s.detail.startswith("python backend") for s in served):
+            problem = environment_problem(self.local.backend_dir)
+            if problem:
+                raise RuntimeError(problem)
         return served, dict(self.local.env)
 
     def before_start(self, server) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import py_compile
 import shutil
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .pyenv import python_env
 from .repository import DEFAULT_FILENAME, PLATFORM_BACKEND, read_config, to_text
 
 STANDIN_SOURCE = Path(__file__).with_name("standin_model.py")
@@ -47,7 +47,7 @@ def prepare_served_repository(source: Path, target: Path, backends: list[str],
             # A reader's own model.py imports this environment's packages (numpy, torch): the stub must run in it,
             # as in the NGC container, where the image's Python has them. The mirror's config says so.
             _mirror_with_environment(model_dir, target / model_dir.name, config)
-            served.append(Served(config.name, "native", f"python backend, EXECUTION_ENV_PATH={sys.prefix}"))
+            served.append(Served(config.name, "native", f"python backend, EXECUTION_ENV_PATH={python_env()}"))
             continue
         if backend in backends:
             (target / model_dir.name).symlink_to(model_dir.resolve(), target_is_directory=True)
@@ -66,7 +66,7 @@ def prepare_served_repository(source: Path, target: Path, backends: list[str],
         standin.ClearField("default_model_filename")
         for group in standin.instance_group:
             group.kind = group.KIND_MODEL  # the stand-in places itself on DEVICE
-        for key, value in {"EXECUTION_ENV_PATH": sys.prefix, "ARTIFACT": filename,
+        for key, value in {"EXECUTION_ENV_PATH": str(python_env()), "ARTIFACT": filename,
                            "ARTIFACT_FORMAT": _FORMAT[config.platform], "DEVICE": device}.items():
             standin.parameters[key].string_value = value
         out = target / model_dir.name
@@ -89,8 +89,10 @@ def _mirror_with_environment(model_dir: Path, out: Path, config) -> None:
     """A Python-backend model mirrored with EXECUTION_ENV_PATH set to this environment; version folders linked."""
     mirrored = type(config)()
     mirrored.CopyFrom(config)
-    mirrored.parameters["EXECUTION_ENV_PATH"].string_value = sys.prefix
+    mirrored.parameters["EXECUTION_ENV_PATH"].string_value = str(python_env())
     out.mkdir()
+    for source in model_dir.glob("[0-9]*/model.py"):  # compiled now: a __pycache__ after start reloads in poll mode
+        py_compile.compile(str(source), doraise=True)
     (out / "config.pbtxt").write_text(to_text(mirrored))
     for item in model_dir.iterdir():
         if item.name != "config.pbtxt":

@@ -20,21 +20,65 @@ DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- generated from docs/data by scripts/benchmark_numbers.py: {name} -->", "<!-- end of generated section -->"
 
 
-def _second_run(first: dict, best, knee: dict) -> str:
-    """The same notebook and code measured again two hours later (docs/data/h200_14_run2_results.json)."""
-    second = json.loads((DATA / "h200_14_run2_results.json").read_text())
-    rows = pd.DataFrame(second["variants"])
-    same = rows[rows["variant"] == best["variant"]].iloc[0]
+REPEATS = {  # earlier runs of notebook 14 on the same H200: file label -> measurement window (ms)
+    "2s_a": 2000, "2s_b": 2000, "5s_a": 5000, "5s_b": 5000}
+
+
+def _best_at_16(results: dict) -> dict:
+    """The best stable row at concurrency 16 and the same run's baseline."""
+    rows = pd.DataFrame(results["variants"])
+    ok = rows[rows["stable"].astype(bool)]
+    best = ok.loc[ok["throughput"].idxmax()]
     base = rows[rows["variant"].str.startswith("article baseline")].iloc[0]
-    return (f"- A second run of the same notebook on the same machine (`docs/runs/h200-2026-12-01b`): "
-            f"{best['variant']} {same['throughput']:.0f} infer/s (p99 {same['p99_ms']:.2f} ms) against "
-            f"{best['throughput']:.0f}, the baseline {base['throughput']:.0f} against its "
-            f"{first['variants'][0]['throughput']:.0f}, the knee {second['knee']['throughput']:.0f} infer/s at "
-            f"concurrency {int(second['knee']['concurrency'])} against {knee['throughput']:.0f}. Between runs the "
-            f"best configuration moved by {abs(1 - same['throughput'] / best['throughput']):.0%}: a 2-second window "
-            f"is short for a GPU server, and a single run does not establish the 6000 infer/s mark. The gain over "
-            f"the same run's baseline was {same['throughput'] / base['throughput']:.1f}x (first run: "
-            f"{best['throughput'] / first['variants'][0]['throughput']:.1f}x).")
+    return {"variant": best["variant"], "throughput": best["throughput"], "p99_ms": best["p99_ms"],
+            "gain": best["throughput"] / base["throughput"]}
+
+
+def _repeats(final: dict) -> list[str]:
+    """Every recorded run of notebook 14 at concurrency 16: how far the best configuration moves between runs."""
+    runs = {label: json.loads((DATA / f"h200_14_repeat_{label}_results.json").read_text()) for label in REPEATS}
+    rows = ["| run | window | best at c=16 | infer/s | p99 (ms) | x baseline | knee (infer/s at c) |",
+            "|---|---|---|---|---|---|---|"]
+    tops, marks, gaps = {2000: [], 5000: []}, [], []
+    for label, results in [*runs.items(), ("final", final)]:
+        window = REPEATS.get(label, 5000)
+        best = _best_at_16(results)
+        tops[window].append(best["throughput"])
+        ranked = sorted((v["throughput"] for v in results["variants"] if v["stable"]), reverse=True)
+        gaps.append(1 - ranked[1] / ranked[0])
+        if window == 5000:
+            marks.append(best["throughput"] >= 6000 and best["p99_ms"] <= 5)
+        knee = results["knee"]
+        rows.append(f"| {label} | {window / 1000:g} s | {best['variant']} | {best['throughput']:.0f} | "
+                    f"{best['p99_ms']:.2f} | {best['gain']:.1f}x | {knee['throughput']:.0f} at {int(knee['concurrency'])} |")
+    spread = {w: (max(v) - min(v)) / max(v) for w, v in tops.items()}
+    return ["", "Every run of this notebook on the H200 (`final` is the one above; the others ran the same measurement "
+            "code, the `5s` ones the same profile, with the JPEG step on the CPU):", "", *rows, "",
+            f"- With 2-second windows the best configuration moved by {spread[2000]:.0%} between two runs "
+            f"({min(tops[2000]):.0f}-{max(tops[2000]):.0f} infer/s); with the profile's 5-second windows by "
+            f"{spread[5000]:.0%} over {len(tops[5000])} runs ({min(tops[5000]):.0f}-{max(tops[5000]):.0f}); "
+            f"{sum(marks)} of those {len(marks)} reached 6000 infer/s with p99 within 5 ms. Which configuration wins "
+            f"at c=16 changes between runs (the runner-up was within {max(gaps):.0%} of the winner in every run), "
+            f"and the saturation sweep follows the winner, so the knee moves more than the best row does."]
+
+
+def _ensemble(results: dict) -> str:
+    """The JPEG ensemble's row, and why it once failed on this machine."""
+    repeats = [json.loads((DATA / f"h200_14_repeat_{label}_results.json").read_text()) for label in REPEATS]
+    cpu = [v["throughput"] for r in repeats if r.get("decode_device") == "cpu" and not r["ensemble_error"]
+           for v in r["variants"] if v["variant"].startswith("JPEG")]
+    row = next(v for v in results["variants"] if v["variant"].startswith("JPEG"))
+    failed = next(r["ensemble_error"] for r in repeats if r["ensemble_error"])
+    assert results["decode_device"] == "cuda", "the final run decodes on the GPU, as the text says"
+    return (f"- The JPEG ensemble, decoding with nvJPEG on the GPU in its Python-backend step, serves {row['throughput']:.0f} infer/s (p99 {row['p99_ms']:.1f} ms) from "
+            f"{int(row['bytes/request']):,}-byte requests, and returns the client-side top-5 for "
+            f"{results['ensemble_top5_equal']} of {results['photos']} photos. Decoding with libjpeg on the CPU (the "
+            f"`5s` runs below, with PyTorch's default thread count in each instance) gave "
+            f"{_rng(cpu, '.0f')} infer/s. The first runs on this machine failed (`{failed.split('message: ')[-1]}`): "
+            "the machine's PyTorch brings numpy 2, and Triton 2.51's Python-backend stub, built with a pybind11 older "
+            "than 2.12, hands numpy 2 every input as 0xff bytes and loses every output "
+            "(triton-inference-server/python_backend pull request 384). The series now refuses that pairing before "
+            "the server starts and gives Python models an environment with numpy 1.x (`helpers/pyenv.py`).")
 
 
 def section_14() -> str:
@@ -72,7 +116,7 @@ def section_14() -> str:
         f"Notebook 14, `gpu-local` profile, one H200, local Triton 2.51 with the natively built PyTorch backend, "
         f"FP16 inside the model, perf_analyzer 2.60 with batch-1 requests, {int(sweep['concurrency'].min())}-"
         f"{int(sweep['concurrency'].max())} concurrency; the notebook ran {results['seconds']:.0f} s "
-        "(executed notebook: `docs/runs/h200-2026-12-01/`).",
+        "(executed notebook: `docs/runs/h200-2026-12-01c/`).",
         "",
         *rows,
         "",
@@ -84,26 +128,24 @@ def section_14() -> str:
         f"demonstration on the same machine, one 4-second window at concurrency 4 took perf_analyzer to "
         f"{memory['none']:.0f} MB over gRPC and {memory['system']:.0f} MB with system shared memory. The highest "
         f"peak of any row measured here: {peak:.0f} MB.",
-        f"- The JPEG ensemble was not measured on the H200: its Python step received bytes that do not start like "
-        f"a JPEG (`{results['ensemble_error'].split('message: ')[-1]}`), while the same notebook on a CPU returns "
-        f"the client-side top-5 for every photo. Open.",
+        _ensemble(results),
         "",
         f"Saturation sweep of the best configuration:",
         "",
         *sweep_rows,
         "",
         f"- The knee (highest throughput with p99 within 10 ms): {knee['throughput']:.0f} infer/s at concurrency "
-        f"{int(knee['concurrency'])}, p99 {knee['p99_ms']:.2f} ms. The same model in this process (the UINT8 batch "
-        f"copied to the GPU and the scores back on every call) runs {inproc[16]:.0f} img/s at batch 16 and "
+        f"{int(knee['concurrency'])}, p99 {knee['p99_ms']:.2f} ms. ResNet18 in this process (the UINT8-input "
+        f"TorchScript, its batch copied to the GPU and the scores back on every call) runs {inproc[16]:.0f} img/s at batch 16 and "
         f"{inproc[128]:.0f} at batch 128: served at the knee is {knee['throughput'] / inproc[16]:.0%} of the first "
         f"and {knee['throughput'] / inproc[128]:.0%} of the second, because the server's batcher forms batches of "
         f"{top['server avg_batch']:.0f} on average at concurrency {int(top['concurrency'])}, not 16.",
-        _second_run(results, best, knee),
         f"- Toward 25,000 infer/s: the knee is {knee['throughput'] / 25000:.0%} of it. At concurrency "
         f"{int(top['concurrency'])} a request computes for {top['server compute_ms_per_request']:.2f} ms and queues "
         f"for {top['server queue_ms_per_request']:.2f} ms by the server's clock, against a p99 of "
         f"{top['p99_ms']:.2f} ms by the client's: the rest is the client and the transport (one perf_analyzer "
         "process sending batch-1 requests), the next thing to measure.",
+        *_repeats(results),
     ]
     return "\n".join(lines)
 
@@ -266,13 +308,18 @@ RUNS = ROOT / "docs" / "runs"
 
 
 def recorded_times() -> dict[str, dict[str, list[float]]]:
-    """Notebook run times (s) of the recorded runs: {"cpu": {...}, "h200": {...}}, from their report.md files."""
+    """Notebook run times (s) of the recorded runs: {"cpu": {...}, "h200": {...}}, from their report.md files. A
+    notebook whose executed copy some run keeps is timed by those runs only (a re-run under a changed profile replaces
+    the earlier ones)."""
     times: dict[str, dict[str, list[float]]] = {"cpu": {}, "h200": {}}
+    kept: dict[str, dict[str, list[float]]] = {"cpu": {}, "h200": {}}
     for report in sorted(RUNS.glob("*/report*.md")):
         kind = "h200" if report.parent.name.startswith("h200") else "cpu"
         for name, seconds in re.findall(r"\| (\d\d_\w+) \| ok \| (\d+) \|", report.read_text()):
             times[kind].setdefault(name, []).append(float(seconds))
-    return times
+            if (report.parent / f"{name}.ipynb").exists():
+                kept[kind].setdefault(name, []).append(float(seconds))
+    return {kind: {**times[kind], **kept[kind]} for kind in times}
 
 
 def section_workshop_times() -> str:
@@ -281,7 +328,7 @@ def section_workshop_times() -> str:
     names = sorted(set(times["cpu"]) | set(times["h200"]))
     cpu_run = next((p.parent.name for p in sorted(RUNS.glob("ci-*/report.md"))), "not recorded")
     rows = [f"| notebook | CPU, 2 cores, `ci` profile (`docs/runs/{cpu_run}`) | H200 GPU, no Docker, `gpu-local` "
-            "profile (`docs/runs/h200-2026-12-01`) |", "|---|---|---|"]
+            "profile (`docs/runs/h200-2026-12-01*`) |", "|---|---|---|"]
     for name in names:
         cpu = _rng(times["cpu"][name], ".0f") if name in times["cpu"] else "not timed"
         gpu = _rng(times["h200"][name], ".0f") if name in times["h200"] else "not timed"

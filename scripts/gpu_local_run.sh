@@ -18,6 +18,15 @@ OWN=$(python3 -c 'import sys; print(sys.prefix if sys.prefix != sys.base_prefix 
 VENV=${VENV:-${OWN:-/tmp/gpu-venv}}
 [ -x "$VENV/bin/python" ] || python3 -m venv --without-pip --system-site-packages "$VENV"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+# Triton 2.51's Python backend cannot exchange tensors with numpy 2 (helpers/pyenv.py): where this environment has
+# numpy 2, the Python models (notebook 14's JPEG step) get an environment of their own with the series' numpy 1.x.
+# Without network, WHEEL_DIR (default: .wheels when present) holds the numpy wheel.
+if ! "$VENV/bin/python" -c 'import numpy, sys; sys.exit(int(numpy.__version__.split(".")[0]) >= 2)'; then
+  export TUTORIAL_PYTHON_ENV=${TUTORIAL_PYTHON_ENV:-/tmp/triton-python-env}
+  WHEEL_DIR=${WHEEL_DIR:-$( [ -d .wheels ] && echo "$PWD/.wheels" || true )}
+  [ -x "$TUTORIAL_PYTHON_ENV/bin/python" ] ||
+    "$VENV/bin/python" -m helpers.pyenv "$TUTORIAL_PYTHON_ENV" ${WHEEL_DIR:+--find-links "$WHEEL_DIR"}
+fi
 [ $# -gt 0 ] || set -- 10 11 12 13
 # Triton's PyTorch backend, built with CUDA for this server (sources from GitHub, or $TRITON_SOURCE_DIR offline)
 "$VENV/bin/python" -m helpers.native_backends --strict pytorch

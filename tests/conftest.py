@@ -1,6 +1,7 @@
 """Shared fixtures: a tiny ONNX classifier stand-in, a model repository, and a process census for leak checks."""
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -33,10 +34,10 @@ def test_id(monkeypatch) -> str:
     return tag
 
 
-def triton_processes(everyone: bool = False) -> list[psutil.Process]:
-    """Live (non-zombie) tritonserver and Python-backend stub processes started by the running test (every one on
-    the machine with everyone=True, or outside a test)."""
-    tag = None if everyone else os.environ.get("TUTORIAL_TEST_ID")
+def triton_processes(everyone: bool = False, tag: str | None = None) -> list[psutil.Process]:
+    """Live (non-zombie) tritonserver and Python-backend stub processes started by the running test, or by the
+    processes given `tag` (every one on the machine with everyone=True, or outside a test)."""
+    tag = None if everyone else tag or os.environ.get("TUTORIAL_TEST_ID")
     found = []
     for proc in psutil.process_iter(["name", "status"]):
         if proc.info["name"] and proc.info["name"].startswith(TRITON_PROCESS_NAMES) \
@@ -99,5 +100,17 @@ def ci_run(tmp_path_factory):
     if os.environ.get("TUTORIAL_CI_RUN"):
         return Path(os.environ["TUTORIAL_CI_RUN"])
     run_dir = tmp_path_factory.mktemp("run")
-    series.run_series(run_dir, profile="ci")
+    with tagged(CI_RUN_TAG):
+        series.run_series(run_dir, profile="ci")
     return run_dir
+
+
+CI_RUN_TAG = "ci-run"
+
+
+@contextlib.contextmanager
+def tagged(tag: str):
+    """TUTORIAL_TEST_ID=tag for every process started inside (a session fixture runs before a test's own tag)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TUTORIAL_TEST_ID", tag)
+        yield

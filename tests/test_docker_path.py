@@ -80,11 +80,13 @@ def test_container_is_removed_when_the_kernel_is_killed(fake_docker, tiny_repo, 
     """))
     kernel = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    while (line := kernel.stdout.readline()) and not line.startswith("READY"):
-        pass
-    assert containers(), "the container did not start"
-    os.kill(kernel.pid, signal.SIGKILL)
-    kernel.wait()
+    try:
+        while (line := kernel.stdout.readline()) and not line.startswith("READY"):
+            pass
+        assert containers(), "the container did not start"
+    finally:  # killed in any case: a kernel left behind would hold ports 8000-8002 for every later test
+        os.kill(kernel.pid, signal.SIGKILL)
+        kernel.wait()
     deadline = time.monotonic() + 30  # the reaper stops the container, then runs `docker rm -f` (a --rm container
     while time.monotonic() < deadline and (containers() or new_processes()  # is gone before that)
                                            or not any(c[:2] == ["rm", "-f"] for c in calls(fake_docker))):

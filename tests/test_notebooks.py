@@ -6,7 +6,7 @@ import json
 import pytest
 
 from helpers import series
-from conftest import triton_processes
+from conftest import CI_RUN_TAG, triton_processes
 
 
 def test_notebooks_are_committed_without_outputs_and_with_a_parameters_cell():
@@ -40,7 +40,7 @@ def test_series_runs_and_writes_report(ci_run):
     report = (ci_run / "report.md").read_text()
     assert report.count("| ok |") == 14 and "FAILED" not in report
     assert all((ci_run / nb.name).exists() for nb in series.notebooks())
-    assert not triton_processes(everyone=True), "a notebook left a Triton process running"
+    assert not triton_processes(tag=CI_RUN_TAG), "a notebook left a Triton process running"
 
 
 @pytest.mark.notebooks
@@ -100,9 +100,10 @@ def test_near_the_limit_numbers(ci_run):
 
 
 @pytest.mark.notebooks
-def test_half_day_agenda_runs_in_its_order(ci_run, tmp_path):
+def test_half_day_agenda_runs_in_its_order(tmp_path):
     """docs/workshop.md's half day skips 12: 13 must then compare batching alone. 00-07 are the full run's first
-    eight, so only its ResNet18 part runs again here, on a repository that has never seen notebook 12."""
+    eight (test_series_runs_and_writes_report), so only its ResNet18 part runs again here, on a repository that has
+    never seen notebook 12."""
     import re
 
     agenda = re.search(r"--profile ci --only ([\d ]+)\n", (series.ROOT / "docs" / "workshop.md").read_text()).group(1).split()

@@ -3,32 +3,38 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import triton_processes
+from conftest import tagged, triton_processes
 from helpers import repository, series
 
 FAKE = Path(__file__).resolve().parent / "fakedocker"
 DOCKER_NOTEBOOKS = ["04", "05", "06", "07", "10", "11", "13"]
+RUN_TAG = "docker-run"
 TAG = "25.01"  # not the default (24.05): every server and container of the run must use the series' one tag
 
 
 @pytest.fixture(scope="module")
 def docker_run(tmp_path_factory):
-    """Notebooks 04-07, 10, 11 and 13 with runtime='docker' (the ci run, or 01/02, made the ONNX export first)."""
+    """Notebooks 04-07, 10, 11 and 13 with runtime="docker" in their own folders (ONNX export: the ci run's, or 02's)."""
     run_dir = tmp_path_factory.mktemp("docker-run")
     saved = {k: os.environ.get(k) for k in ("PATH", "FAKE_DOCKER_PYTHON", "FAKE_DOCKER_STATE", "FAKE_DOCKER_LOG",
                                             "TUTORIAL_NGC_TAG")}
     os.environ.update(PATH=f"{FAKE}{os.pathsep}{os.environ['PATH']}", FAKE_DOCKER_PYTHON=sys.executable,
                       FAKE_DOCKER_STATE=str(run_dir / "docker-state"), FAKE_DOCKER_LOG=str(run_dir / "docker.jsonl"),
                       TUTORIAL_NGC_TAG=TAG)
+    folders = {"models_dir": str(run_dir / "models"), "build_dir": str(run_dir / "build")}  # apart from the ci run's
     try:
-        if not (series.ROOT / "build" / "keras" / "resnet50.onnx").exists():
-            series.run_series(tmp_path_factory.mktemp("prerequisites"), profile="ci", only=["01", "02"])
-        series.run_series(run_dir, profile="docker-ci", only=DOCKER_NOTEBOOKS)
+        with tagged(RUN_TAG):
+            if (series.ROOT / "build" / "keras" / "resnet50.onnx").exists():  # the ci run's export, copied
+                shutil.copytree(series.ROOT / "build" / "keras", run_dir / "build" / "keras")
+            else:
+                series.run_series(tmp_path_factory.mktemp("prerequisites"), profile="ci", only=["02"], overrides=folders)
+            series.run_series(run_dir, profile="docker-ci", only=DOCKER_NOTEBOOKS, overrides=folders)
     finally:
         for key, value in saved.items():
             if value is None:
@@ -55,14 +61,14 @@ def test_docker_notebooks_run_through_the_ngc_images(docker_run):
     pulled = [c[1] for c in calls if c[0] == "pull"]
     assert len(pulled) == len(set(pulled)) == 2  # each image pulled once, explicitly, before its first run
     assert all("--gpus" not in c or c[c.index("--gpus") + 1] == "device=0" for c in runs)
-    assert not triton_processes(everyone=True), "a docker-path notebook left a Triton process running"
+    assert not triton_processes(tag=RUN_TAG), "a docker-path notebook left a Triton process running"
 
 
 @pytest.mark.notebooks
 def test_docker_path_writes_gpu_configs_and_loads_only_what_it_uses(docker_run):
     """Defect 4: KIND followed the host's PyTorch (no CUDA here), not the server's GPU."""
     for model in ("resnet50_onnx", "resnet18_pytorch"):
-        config = repository.read_config(series.ROOT / "models" / model)
+        config = repository.read_config(docker_run / "models" / model)
         assert [g.kind for g in config.instance_group] == [config.instance_group[0].KIND_GPU], model
     assert _results(docker_run, "05_start_triton")["ready_models"] == ["resnet50_onnx"]
     assert _results(docker_run, "06_http_client")["parity_http_vs_local"]["top1_agreement"] == 1.0

@@ -111,6 +111,6 @@ def test_site_shows_the_request_path_the_glossary_and_the_recaps(served_site, tm
 def test_recorded_gpu_runs_are_published_with_their_label(served_site):
     out, _ = served_site
     pages = sorted((out / "recorded").glob("*/*/index.html"))
-    assert {p.parent.parent.name for p in pages} >= {"h200-2026-12-01"}
-    h200 = (out / "recorded" / "h200-2026-12-01" / "14_near_the_limit" / "index.html").read_text()
-    assert "Recorded run <code>h200-2026-12-01</code>" in h200 and h200.count("data:image/png;base64,") >= 2
+    assert {p.parent.parent.name for p in pages} >= {"h200-2026-12-01", "h200-2026-12-01c"}
+    h200 = (out / "recorded" / "h200-2026-12-01c" / "14_near_the_limit" / "index.html").read_text()
+    assert "Recorded run <code>h200-2026-12-01c</code>" in h200 and h200.count("data:image/png;base64,") >= 2
