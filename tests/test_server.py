@@ -199,8 +199,9 @@ def test_engine_without_tensorrt_backend_is_listed_not_served(tiny_repo, no_left
 
 
 KERNEL = """
-import os, sys, time
+import faulthandler, os, signal, sys, time
 import psutil
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks of a kernel that hangs
 from helpers import launchers
 from helpers.server import TritonServer
 if {slow_prepare}:  # widens the moment between preparing the repository and launching the server
@@ -222,9 +223,21 @@ except KeyboardInterrupt:
 def _kernel(tmp_path, repo, slow_prepare: float = 0.0) -> subprocess.Popen:
     script = tmp_path / "kernel.py"
     script.write_text(KERNEL.format(repo=str(repo), slow_prepare=slow_prepare))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    with open(tmp_path / "kernel.err", "w") as err:  # a file, not a pipe nobody reads while the kernel runs
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=err, text=True)
+    proc.err_path = tmp_path / "kernel.err"
     assert proc.stdout.readline().startswith("STARTING")
     return proc
+
+
+def _hung(kernel: subprocess.Popen, what: str) -> AssertionError:
+    """Kill a kernel that did not exit, and say where it was: its threads' stacks and the processes under it."""
+    tree = [f"{p.pid} {p.name()} {p.status()}" for p in psutil.Process(kernel.pid).children(recursive=True)]
+    kernel.send_signal(signal.SIGUSR1)
+    time.sleep(1)
+    kernel.kill()
+    kernel.wait()
+    return AssertionError(f"{what}; processes under it: {tree}; its stacks:\n{kernel.err_path.read_text()[-4000:]}")
 
 
 def _new_processes_gone(before: set[int], seconds: float = 30) -> bool:
@@ -260,11 +273,10 @@ def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path, moment, slow
     kernel.send_signal(signal.SIGINT)
     time.sleep(gap)
     kernel.send_signal(signal.SIGINT)
-    try:
-        code = kernel.wait(timeout=40)  # stop() is bounded: 15 s grace in the reaper, 25 s in stop()
+    try:  # stop() is bounded: 25 s for the reaper (15 s grace, then SIGKILL), then 10 s for what it leaves behind
+        code = kernel.wait(timeout=60)
     except subprocess.TimeoutExpired:
-        kernel.kill()
-        raise AssertionError(f"the kernel hung after two Ctrl-C during {moment}") from None
+        raise _hung(kernel, f"the kernel hung after two Ctrl-C during {moment}") from None
     out = kernel.stdout.read()
     assert code == 1 and "INTERRUPTED" in out, out
     assert out.split("LEFT")[1].split() == [], f"still running when the interrupted cell returned: {out}"
