@@ -68,14 +68,16 @@ def make_env(target: Path, find_links: Path | None = None, numpy: str = NUMPY1) 
     """A virtual environment at `target` that sees this environment's packages but imports `numpy` of its own."""
     target = Path(target).resolve()
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(target)], check=True)
-    site = Path(subprocess.run([str(target / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    ask = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(subprocess.run([str(target / "bin" / "python"), "-c", ask], capture_output=True, text=True,
+                               check=True).stdout.strip())
     # this environment's package folders, searched after the new one's own (where numpy 1.x goes)
     parents = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
-    (site / "_parent_environment.pth").write_text("\n".join(dict.fromkeys([sysconfig.get_paths()["purelib"], *parents])) + "\n")
+    folders = dict.fromkeys([sysconfig.get_paths()["purelib"], *parents])
+    (site / "_parent_environment.pth").write_text("\n".join(folders) + "\n")
     source = ["--no-index", "--find-links", str(find_links)] if find_links else []
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), *source, numpy],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site),
+                           *source, numpy], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"pip could not install {numpy} into {site}: {done.stderr.strip()[-600:]}")
     found = numpy_version(target)

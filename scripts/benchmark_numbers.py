@@ -34,9 +34,14 @@ def _best_at_16(results: dict) -> dict:
             "gain": best["throughput"] / base["throughput"]}
 
 
+def _repeat_runs() -> dict[str, dict]:
+    """The earlier runs' results, by label."""
+    return {label: json.loads((DATA / f"h200_14_repeat_{label}_results.json").read_text()) for label in REPEATS}
+
+
 def _repeats(final: dict) -> list[str]:
     """Every recorded run of notebook 14 at concurrency 16: how far the best configuration moves between runs."""
-    runs = {label: json.loads((DATA / f"h200_14_repeat_{label}_results.json").read_text()) for label in REPEATS}
+    runs = _repeat_runs()
     rows = ["| run | window | best at c=16 | infer/s | p99 (ms) | x baseline | knee (infer/s at c) |",
             "|---|---|---|---|---|---|---|"]
     tops, marks, gaps = {2000: [], 5000: []}, [], []
@@ -64,14 +69,14 @@ def _repeats(final: dict) -> list[str]:
 
 def _ensemble(results: dict) -> str:
     """The JPEG ensemble's row, and why it once failed on this machine."""
-    repeats = [json.loads((DATA / f"h200_14_repeat_{label}_results.json").read_text()) for label in REPEATS]
+    repeats = list(_repeat_runs().values())
     cpu = [v["throughput"] for r in repeats if r.get("decode_device") == "cpu" and not r["ensemble_error"]
            for v in r["variants"] if v["variant"].startswith("JPEG")]
     row = next(v for v in results["variants"] if v["variant"].startswith("JPEG"))
     failed = next(r["ensemble_error"] for r in repeats if r["ensemble_error"])
     assert results["decode_device"] == "cuda", "the final run decodes on the GPU, as the text says"
-    return (f"- The JPEG ensemble, decoding with nvJPEG on the GPU in its Python-backend step, serves {row['throughput']:.0f} infer/s (p99 {row['p99_ms']:.1f} ms) from "
-            f"{int(row['bytes/request']):,}-byte requests, and returns the client-side top-5 for "
+    return (f"- The JPEG ensemble, decoding with nvJPEG on the GPU in its Python-backend step, serves "
+            f"{row['throughput']:.0f} infer/s (p99 {row['p99_ms']:.1f} ms) from {int(row['bytes/request']):,}-byte requests, and returns the client-side top-5 for "
             f"{results['ensemble_top5_equal']} of {results['photos']} photos. Decoding with libjpeg on the CPU (the "
             f"`5s` runs below, with PyTorch's default thread count in each instance) gave "
             f"{_rng(cpu, '.0f')} infer/s. The first runs on this machine failed (`{failed.split('message: ')[-1]}`): "

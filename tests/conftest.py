@@ -89,6 +89,17 @@ def tiny_repo(tmp_path, tiny_onnx) -> Path:
     return repo
 
 
+CI_RUN_TAG = "ci-run"
+
+
+@contextlib.contextmanager
+def tagged(tag: str):
+    """TUTORIAL_TEST_ID=tag for every process started inside (a session fixture runs before a test's own tag)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TUTORIAL_TEST_ID", tag)
+        yield
+
+
 @pytest.fixture(scope="session")
 def ci_run(tmp_path_factory):
     """Every notebook executed once with the ci profile; the run folder (shared by the tests that read it).
@@ -103,14 +114,3 @@ def ci_run(tmp_path_factory):
     with tagged(CI_RUN_TAG):
         series.run_series(run_dir, profile="ci")
     return run_dir
-
-
-CI_RUN_TAG = "ci-run"
-
-
-@contextlib.contextmanager
-def tagged(tag: str):
-    """TUTORIAL_TEST_ID=tag for every process started inside (a session fixture runs before a test's own tag)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TUTORIAL_TEST_ID", tag)
-        yield
