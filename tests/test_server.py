@@ -15,7 +15,7 @@ import pytest
 
 from conftest import triton_processes
 from helpers import client as tc
-from helpers import export, metrics, perf, repository
+from helpers import export, metrics, perf, repository, series
 from helpers.runtime import RuntimeChoice
 from helpers.preflight import RepositoryError
 from helpers.server import ServerError, SharedServer, TritonServer
@@ -202,6 +202,10 @@ KERNEL = """
 import faulthandler, os, signal, sys, time
 import psutil
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test asks for the stacks of a kernel that hangs
+# As ipykernel does while a cell runs (kernelbase's pre_handler_hook): Ctrl-C raises KeyboardInterrupt. The process
+# starts with SIGINT ignored, as ipykernel's app sets it, whatever the test runner inherited.
+assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from helpers import launchers
 from helpers.server import TritonServer
 if {slow_prepare}:  # widens the moment between preparing the repository and launching the server
@@ -224,7 +228,12 @@ def _kernel(tmp_path, repo, slow_prepare: float = 0.0) -> subprocess.Popen:
     script = tmp_path / "kernel.py"
     script.write_text(KERNEL.format(repo=str(repo), slow_prepare=slow_prepare))
     with open(tmp_path / "kernel.err", "w") as err:  # a file, not a pipe nobody reads while the kernel runs
-        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=err, text=True)
+        # SIGINT ignored at the start, as in ipykernel's app. Left to inheritance, the kernel got whatever the runner
+        # had: a test run started in the background of a non-interactive shell (`cmd &`, as CI may) ignores SIGINT,
+        # Python then installs no KeyboardInterrupt handler, and a Ctrl-C that missed start()'s own handler was lost
+        # (issue #12: the kernel slept on after READY).
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=err, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     proc.err_path = tmp_path / "kernel.err"
     assert proc.stdout.readline().startswith("STARTING")
     return proc
@@ -281,3 +290,30 @@ def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path, moment, slow
     assert code == 1 and "INTERRUPTED" in out, out
     assert out.split("LEFT")[1].split() == [], f"still running when the interrupted cell returned: {out}"
     assert _new_processes_gone(before, 20), "a Triton process outlived two Ctrl-C during start"
+
+
+@pytest.mark.reliability
+def test_two_interrupts_of_a_jupyter_kernel_during_start_leave_nothing(tiny_repo):
+    """What a learner does: the Interrupt button twice while a real ipykernel's cell starts the server."""
+    from jupyter_client.manager import start_new_kernel
+
+    before = {p.pid for p in triton_processes()}
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(series.ROOT))
+    try:
+        kc.execute(f"from helpers.server import TritonServer\nTritonServer({str(tiny_repo)!r}, 'local').start()\n"
+                   "import time; time.sleep(600)")
+        deadline = time.monotonic() + 30
+        while not triton_processes() and time.monotonic() < deadline:  # the cell has launched the server
+            time.sleep(0.05)
+        assert triton_processes(), "the cell did not start tritonserver within 30 s"
+        km.interrupt_kernel()
+        time.sleep(0.2)
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=60)["content"]
+        assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
+        assert _new_processes_gone(before, 5), "a Triton process outlived two interrupts of the kernel's start"
+        kc.execute("1 + 1", reply=True, timeout=10)  # the kernel lives on, as after any interrupted cell
+        assert km.is_alive()
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
