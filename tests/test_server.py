@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import psutil
@@ -295,11 +297,20 @@ def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path, moment, slow
 @pytest.mark.reliability
 def test_two_interrupts_of_a_jupyter_kernel_during_start_leave_nothing(tiny_repo):
     """What a learner does: the Interrupt button twice while a real ipykernel's cell starts the server."""
-    from jupyter_client.manager import start_new_kernel
+    import tempfile
+
+    from jupyter_client.manager import KernelManager
 
     before = {p.pid for p in triton_processes()}
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(series.ROOT))
+    # IPC sockets, not TCP: TCP ports are picked, released, then bound by the kernel, a race between the kernels of
+    # the 20x step's parallel runs (seen once: "Address already in use")
+    sockets = Path(tempfile.mkdtemp(prefix="kernel-"))  # short: a socket path has at most 107 bytes
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "k"))
+    km.start_kernel(cwd=str(series.ROOT))
+    kc = km.client()
+    kc.start_channels()
     try:
+        kc.wait_for_ready(timeout=60)
         kc.execute(f"from helpers.server import TritonServer\nTritonServer({str(tiny_repo)!r}, 'local').start()\n"
                    "import time; time.sleep(600)")
         deadline = time.monotonic() + 30
@@ -317,3 +328,4 @@ def test_two_interrupts_of_a_jupyter_kernel_during_start_leave_nothing(tiny_repo
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+        shutil.rmtree(sockets, ignore_errors=True)
