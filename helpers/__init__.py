@@ -13,12 +13,11 @@ import sys
 class _TorchBeforeTensorFlow(importlib.abc.MetaPathFinder):
     """Imports torch and torchvision when tensorflow is about to be imported and they are not loaded yet."""
 
-    def find_spec(self, name, path=None, target=None):  # noqa: D102 (the import system's signature)
+    def find_spec(self, name, path=None, target=None):
         if name == "tensorflow":
             sys.meta_path.remove(self)  # once, and not again while torch itself imports
-            if "torch" not in sys.modules or "torchvision" not in sys.modules:
-                import torch  # noqa: F401
-                import torchvision  # noqa: F401
+            import torch  # noqa: F401  (a no-op where they are loaded already)
+            import torchvision  # noqa: F401
         return None  # the regular finders import tensorflow itself
 
 

@@ -9,14 +9,16 @@ from helpers import bench, images
 
 def test_helpers_load_torch_before_tensorflow_and_only_when_it_comes():
     """torch after TensorFlow segfaults with the pinned wheels; a process that only serves must not pay for torch."""
+    import os
     import subprocess
     import sys
 
-    env = {**__import__("os").environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     probe = ("import sys; from helpers.server import TritonServer; assert 'torch' not in sys.modules; "
              "import keras; assert 'torchvision' in sys.modules; import torch, torchvision; print('ok')")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-2000:])
+
 
 def test_keras_preprocessing_matches_keras_preprocess_input():
     import keras
