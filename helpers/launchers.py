@@ -5,7 +5,7 @@ import os
 import socket
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -15,11 +15,20 @@ from .pyenv import environment_problem
 from .standin import Served, prepare_served_repository
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+def free_port(host: str = "127.0.0.1", avoid: Collection[int] = ()) -> int:
+    """A TCP port nobody listens on right now, other than those in `avoid`."""
+    held: list[socket.socket] = []
+    try:  # the ports in `avoid` are free too, so the kernel may hand one out again: hold it and ask once more
+        while True:
+            s = socket.socket()
+            held.append(s)
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+            if port not in avoid:
+                return port
+    finally:
+        for s in held:
+            s.close()
 
 
 def control_flags(models: Sequence[str] | None, poll_secs: int | None) -> list[str]:
@@ -34,7 +43,7 @@ class Launcher(Protocol):
 
     name: str
 
-    def pick_port(self, requested: int | None, default: int, host: str) -> int: ...
+    def pick_port(self, requested: int | None, default: int, host: str, avoid: Collection[int] = ()) -> int: ...
 
     def command(self, server) -> list[str]: ...
 
@@ -51,10 +60,12 @@ class DockerLauncher:
 
     name = "docker"
 
-    def pick_port(self, requested: int | None, default: int, host: str) -> int:
+    def pick_port(self, requested: int | None, default: int, host: str, avoid: Collection[int] = ()) -> int:
         from .server import port_busy
 
-        return requested or (default if not port_busy(default, host) else free_port(host))
+        if requested:
+            return requested
+        return default if default not in avoid and not port_busy(default, host) else free_port(host, avoid)
 
     def command(self, server) -> list[str]:
         flags = control_flags(server.models, server.poll_secs)
@@ -104,8 +115,8 @@ class LocalLauncher:
     def __init__(self, runtime: RuntimeChoice):
         self.local = runtime.local
 
-    def pick_port(self, requested: int | None, default: int, host: str) -> int:
-        return requested or free_port(host)
+    def pick_port(self, requested: int | None, default: int, host: str, avoid: Collection[int] = ()) -> int:
+        return requested or free_port(host, avoid)
 
     def command(self, server) -> list[str]:
         local = self.local

@@ -46,6 +46,14 @@ def _http(method: str, url: str, timeout: float = 2.0) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
+class _PortTaken(ServerError):
+    """The server exited because another process held one of its ports."""
+
+    def __init__(self, port: int):
+        super().__init__(f"port {port} was taken by another process")
+        self.port = port
+
+
 class _NoInterrupt:
     """Hold back Ctrl-C (SIGINT) while the server is being started or stopped.
 
@@ -94,10 +102,8 @@ class TritonServer:
         # created by start() and removed by stop(): a server built only to print its command leaves nothing
         self.workdir = Path(tempfile.gettempdir()) / f"triton-{uuid.uuid4().hex[:8]}"
         self.log_file = Path(log_file).resolve() if log_file else self.workdir / "tritonserver.log"
-        self.http_port = self.launcher.pick_port(http_port, 8000, host)
-        self.grpc_port = self.launcher.pick_port(grpc_port, 8001, host)
-        self.metrics_port = self.launcher.pick_port(metrics_port, 8002, host)
-        self.container_name = f"{CONTAINER_PREFIX}{self.http_port}"
+        self._asked_ports = (http_port, grpc_port, metrics_port)
+        self._pick_ports()
         self.served: list[Served] = []
         self.version = ""
         self._proc: subprocess.Popen | None = None
@@ -125,38 +131,47 @@ class TritonServer:
         """The exact command that starts this server (a `docker run` line in docker mode)."""
         return self.launcher.command(self)
 
-    def start(self) -> TritonServer:
-        """Check the repository, start the server, and wait until it and every model it loads are ready."""
+    def _pick_ports(self, avoid: Sequence[int] = ()) -> None:
+        """Three distinct ports (the ones asked for, else free ones, never one in `avoid`) and the container's name."""
+        picked: list[int] = [*avoid]
+        for asked, default in zip(self._asked_ports, (8000, 8001, 8002)):
+            picked.append(self.launcher.pick_port(asked, default, self.host, avoid=picked))
+        self.http_port, self.grpc_port, self.metrics_port = picked[-3:]
+        self.container_name = f"{CONTAINER_PREFIX}{self.http_port}"
+
+    def start(self, attempts: int = 3) -> TritonServer:
+        """Check the repository, start the server, and wait until it and every model it loads are ready.
+
+        A port picked here can be taken by another process before the server binds it (Triton binds after loading
+        its models); the server is then started again on new ports, up to `attempts` times in all."""
         if self._proc is not None:
             raise ServerError(f"server already running at {self.url}")
         if self.preflight:
             check_repository(self.repository, self.models)
-        for port in (self.http_port, self.grpc_port, self.metrics_port):
-            if port_busy(port, self.host):
-                raise ServerError(f"port {port} on {self.host} is busy (another Triton server?): stop it, "
-                                  "or pass free ports as http_port=, grpc_port=, metrics_port=")
-        self.launcher.before_start(self)  # docker: pull the image, with progress, before the clock starts
-        with _NoInterrupt(deliver=False) as held:
-            self.workdir.mkdir(parents=True, exist_ok=True)
+        for attempt in range(1, attempts + 1):
+            for port in (self.http_port, self.grpc_port, self.metrics_port):
+                if port_busy(port, self.host):
+                    raise ServerError(f"port {port} on {self.host} is busy (another Triton server?): stop it, "
+                                      "or pass free ports as http_port=, grpc_port=, metrics_port=")
+            self.launcher.before_start(self)  # docker: pull the image, with progress, before the clock starts
+            started = time.monotonic()
             try:
-                self.served, extra_env = self.launcher.prepare(self)
-            except BaseException:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+                self._launch()
+                self._wait_ready()
+                break
+            except _PortTaken as taken:
+                tail = self.log_tail()  # stop() removes the log with the server's folder
+                if self._stop_whatever_comes():
+                    raise KeyboardInterrupt from taken
+                if taken.port in self._asked_ports or attempt == attempts:
+                    raise ServerError(f"{taken} (attempt {attempt} of {attempts}): pass other ports as http_port=, "
+                                      f"grpc_port=, metrics_port=\n{tail}") from None
+                print(f"{taken} before the server bound it; starting again on other ports")
+                self._pick_ports(avoid=[self.http_port, self.grpc_port, self.metrics_port])
+            except BaseException as exc:
+                if self._stop_whatever_comes() and not isinstance(exc, KeyboardInterrupt):
+                    raise KeyboardInterrupt from exc
                 raise
-            env = {**os.environ, **extra_env}
-            self.log_file.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.log_file, "wb") as log:
-                self._proc = subprocess.Popen(guarded(self.command(), self.launcher.cleanup_command(self)),
-                                              stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-            atexit.register(self.stop)
-        started = time.monotonic()
-        try:
-            if held.pending:  # a Ctrl-C during the launch: the server exists now, so it is stopped before we leave
-                raise KeyboardInterrupt
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
         self.version = json.loads(_http("GET", f"http://{self.url}/v2")[1]).get("version", "?")
         if not self.quiet:
             print(f"Triton {self.version} ready in {time.monotonic() - started:.1f} s: http://{self.url}  "
@@ -165,12 +180,40 @@ class TritonServer:
                 print(f"  {s}")
         return self
 
+    def _launch(self) -> None:
+        """Prepare the repository and start the server under the reaper, Ctrl-C held back until it exists."""
+        held = _NoInterrupt(deliver=False)
+        with held:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self.served, extra_env = self.launcher.prepare(self)
+            env = {**os.environ, **extra_env}
+            self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.log_file, "wb") as log:
+                self._proc = subprocess.Popen(guarded(self.command(), self.launcher.cleanup_command(self)),
+                                              stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            atexit.register(self.stop)
+        if held.pending:  # a Ctrl-C during the launch: the server exists now, so the caller stops it first
+            raise KeyboardInterrupt
+
+    def _stop_whatever_comes(self) -> bool:
+        """stop() until it has run to the end, even when a Ctrl-C lands before it holds them back; whether one came."""
+        interrupted = False
+        while True:
+            try:
+                self.stop()
+                return interrupted
+            except KeyboardInterrupt:  # a second call finishes the work, or finds it done
+                interrupted = True
+
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
         expected = {s.name for s in self.served if s.how != "not served"}
         wanted = set(self.model_names())
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
+                taken = re.search(r"Socket '[^']*:(\d+)' already in use", self.log_file.read_text(errors="replace"))
+                if taken:
+                    raise _PortTaken(int(taken.group(1)))
                 loading = self._models_still_loading()
                 during = f" while loading model {', '.join(repr(m) for m in loading)}" if loading else ""
                 raise ServerError(f"tritonserver exited with code {self._proc.returncode}{during} before it was "

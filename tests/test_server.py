@@ -134,6 +134,88 @@ def test_busy_port_is_reported_before_starting(tmp_path, tiny_repo):
             server.start()
 
 
+def test_picked_ports_are_distinct_when_the_os_hands_one_out_twice(tiny_repo, monkeypatch):
+    """bind(0) after a close may return the port it just gave: a server that got it twice could not bind its own."""
+    from helpers import launchers
+
+    handed = iter([41000, 41000, 41000, 41001, 41001, 41002])
+
+    class Socket:  # what the OS hands out, in that order
+        def bind(self, address):
+            self.port = next(handed)
+
+        def getsockname(self):
+            return ("127.0.0.1", self.port)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(launchers, "socket", type("module", (), {"socket": Socket}))
+    server = TritonServer(tiny_repo, "local")
+    assert (server.http_port, server.grpc_port, server.metrics_port) == (41000, 41001, 41002)
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_a_port_taken_before_the_server_binds_it(tiny_repo, monkeypatch, capsys, no_leftovers, asked):
+    """Triton binds its ports only after loading its models: another process can take a picked port in between
+    (seen in CI, where tests start servers four at a time). A port we picked is replaced; one the user asked for
+    is an error that names it."""
+    import helpers.server
+
+    with socket.socket() as thief:
+        thief.bind(("127.0.0.1", 0))
+        thief.listen()
+        port = thief.getsockname()[1]
+        server = TritonServer(tiny_repo, "local", grpc_port=port if asked else None, quiet=True)
+        server.grpc_port = port  # as if picked, then taken after start()'s check for busy ports
+        monkeypatch.setattr(helpers.server, "port_busy", lambda *_: False)
+        if asked:
+            with pytest.raises(ServerError, match=f"port {port} was taken by another process \\(attempt 1 of 3\\): "
+                                                  "pass other ports(.|\n)*already in use"):
+                server.start()
+        else:
+            with server:
+                assert server.grpc_port != port
+                assert tc.connect(server.grpc_url, "grpc").is_server_ready()
+            assert f"port {port} was taken by another process before the server bound it" in capsys.readouterr().out
+    assert not server.running
+
+
+@pytest.mark.parametrize("where", ["as the launch ends", "before stop() holds it back"])
+def test_a_ctrl_c_at_the_edges_of_start_stops_what_it_launched(tiny_repo, monkeypatch, no_leftovers, where):
+    """Two narrow moments of start(): the Ctrl-C handler is restored after the launch (the signal is raised on the
+    next line), and the clean-up after a first Ctrl-C has begun but not yet held Ctrl-C back."""
+    import helpers.server
+
+    if where == "as the launch ends":
+        restore = helpers.server._NoInterrupt.__exit__
+
+        def restore_then_ctrl_c(self, *exc):
+            restore(self, *exc)
+            if not self.deliver:
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(helpers.server._NoInterrupt, "__exit__", restore_then_ctrl_c)
+    else:
+        stop, calls = TritonServer.stop, []
+
+        def ctrl_c_before_the_first_stop(self, *args):
+            calls.append(1)
+            if len(calls) == 1:
+                raise KeyboardInterrupt
+            return stop(self, *args)
+
+        def interrupted_load(self):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(TritonServer, "stop", ctrl_c_before_the_first_stop)
+        monkeypatch.setattr(TritonServer, "_wait_ready", interrupted_load)
+    server = TritonServer(tiny_repo, "local", quiet=True)
+    with pytest.raises(KeyboardInterrupt):
+        server.start()
+    assert not server.running and not server.workdir.exists()
+
+
 @pytest.mark.reliability
 def test_exception_inside_with_block_stops_server(tiny_repo, no_leftovers):
     with pytest.raises(RuntimeError, match="boom"):
@@ -289,7 +371,7 @@ def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path, moment, slow
     except subprocess.TimeoutExpired:
         raise _hung(kernel, f"the kernel hung after two Ctrl-C during {moment}") from None
     out = kernel.stdout.read()
-    assert code == 1 and "INTERRUPTED" in out, out
+    assert code == 1 and "INTERRUPTED" in out, f"exit code {code}, stdout {out!r}, stderr:\n{kernel.err_path.read_text()[-4000:]}"
     assert out.split("LEFT")[1].split() == [], f"still running when the interrupted cell returned: {out}"
     assert _new_processes_gone(before, 20), "a Triton process outlived two Ctrl-C during start"
 
