@@ -158,8 +158,8 @@ def test_picked_ports_are_distinct_when_the_os_hands_one_out_twice(tiny_repo, mo
 @pytest.mark.parametrize("asked", [False, True])
 def test_a_port_taken_before_the_server_binds_it(tiny_repo, monkeypatch, capsys, no_leftovers, asked):
     """Triton binds its ports only after loading its models: another process can take a picked port in between
-    (seen in CI, where tests start servers four at a time). A port we picked is replaced; one the user asked for
-    is an error that names it."""
+    (the likely cause of issue #12's last CI failure, with servers starting four at a time). A port we picked is
+    replaced; one the user asked for is an error that names it."""
     import helpers.server
 
     with socket.socket() as thief:
@@ -371,7 +371,8 @@ def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path, moment, slow
     except subprocess.TimeoutExpired:
         raise _hung(kernel, f"the kernel hung after two Ctrl-C during {moment}") from None
     out = kernel.stdout.read()
-    assert code == 1 and "INTERRUPTED" in out, f"exit code {code}, stdout {out!r}, stderr:\n{kernel.err_path.read_text()[-4000:]}"
+    stderr = kernel.err_path.read_text()[-4000:]
+    assert code == 1 and "INTERRUPTED" in out, f"exit code {code}, stdout {out!r}, stderr:\n{stderr}"
     assert out.split("LEFT")[1].split() == [], f"still running when the interrupted cell returned: {out}"
     assert _new_processes_gone(before, 20), "a Triton process outlived two Ctrl-C during start"
 
