@@ -1,4 +1,5 @@
-"""The measured sections of docs/benchmarks.md, written from docs/data so no number there is typed by hand.
+"""The measured sections of docs/benchmarks.md, written from docs/data (and from the report of the 2026-12-01 run of
+notebook 13 in docs/runs/h200-2026-12-01) so no number there is typed by hand.
 
     python scripts/benchmark_numbers.py           # print the generated sections
     python scripts/benchmark_numbers.py --write   # replace them in docs/benchmarks.md
@@ -117,6 +118,10 @@ def section_14() -> str:
                           f"{r['server compute_ms_per_request']:.2f} |")
     peak = max(variants["peak_rss_mb"].max(), sweep["peak_rss_mb"].max())
     top = sweep.loc[sweep["concurrency"].idxmax()]
+    at_knee = sweep[sweep["concurrency"] == int(knee["concurrency"])].iloc[0]
+    stopped = [r["variant"] for _, r in variants.iterrows()
+               if not r["stable"] and "memory limit" in results["errors"].get(r["variant"], "")]
+    limit_11 = json.loads((DATA / "h200_11_results.json").read_text())["memory_limit_gb"]
     lines = [
         f"Notebook 14, `gpu-local` profile, one H200, local Triton 2.51 with the natively built PyTorch backend, "
         f"FP16 inside the model, perf_analyzer 2.60 with batch-1 requests, {int(sweep['concurrency'].min())}-"
@@ -128,11 +133,15 @@ def section_14() -> str:
         f"- At concurrency 16 the best configuration ({best['variant']}) serves {best['throughput']:.0f} infer/s "
         f"with p99 {best['p99_ms']:.2f} ms: {best['throughput'] / base['throughput']:.1f}x the article's baseline "
         f"measured in the same run ({base['throughput']:.0f} infer/s, p99 {base['p99_ms']:.1f} ms).",
-        f"- The FP32 rows over gRPC could not be measured within perf_analyzer's memory limit "
-        f"({results['memory_limit_gb']:g} GB): the guard stopped them and recorded why. In notebook 11's "
-        f"demonstration on the same machine, one 4-second window at concurrency 4 took perf_analyzer to "
-        f"{memory['none']:.0f} MB over gRPC and {memory['system']:.0f} MB with system shared memory. The highest "
-        f"peak of any row measured here: {peak:.0f} MB.",
+        f"- {_join(stopped)} could not be measured within perf_analyzer's memory limit "
+        f"({results['memory_limit_gb']:g} GB): with batching, perf_analyzer sent {'its' if len(stopped) == 1 else 'their'} "
+        f"{int(variants.set_index('variant').loc[stopped[0], 'bytes/request']):,}-byte requests fast enough to pass "
+        f"the limit ({_resident(results['errors'][stopped[0]])}), and the guard stopped it and recorded why. "
+        f"The article's baseline, FP32 over gRPC too, was measured: without batching it sends fewer requests per second ({base['throughput']:.0f} infer/s), and "
+        f"its perf_analyzer peaked at {base['peak_rss_mb']:.0f} MB. In notebook 11's demonstration on the same machine "
+        f"(2026-12-01, one 4-second window at concurrency 4), perf_analyzer over gRPC passed the {limit_11:g} GB limit "
+        f"and the guard stopped it at {memory['none']:.0f} MB; with system shared memory it peaked at "
+        f"{memory['system']:.0f} MB. The highest peak of any row measured here: {peak:.0f} MB.",
         _ensemble(results),
         "",
         f"Saturation sweep of the best configuration:",
@@ -140,19 +149,41 @@ def section_14() -> str:
         *sweep_rows,
         "",
         f"- The knee (highest throughput with p99 within 10 ms): {knee['throughput']:.0f} infer/s at concurrency "
-        f"{int(knee['concurrency'])}, p99 {knee['p99_ms']:.2f} ms. ResNet18 in this process (the UINT8-input "
-        f"TorchScript, its batch copied to the GPU and the scores back on every call) runs {inproc[16]:.0f} img/s at batch 16 and "
-        f"{inproc[128]:.0f} at batch 128: served at the knee is {knee['throughput'] / inproc[16]:.0%} of the first "
-        f"and {knee['throughput'] / inproc[128]:.0%} of the second, because the server's batcher forms batches of "
-        f"{top['server avg_batch']:.0f} on average at concurrency {int(top['concurrency'])}, not 16.",
-        f"- Toward 25,000 infer/s: the knee is {knee['throughput'] / 25000:.0%} of it. At concurrency "
-        f"{int(top['concurrency'])} a request computes for {top['server compute_ms_per_request']:.2f} ms and queues "
-        f"for {top['server queue_ms_per_request']:.2f} ms by the server's clock, against a p99 of "
-        f"{top['p99_ms']:.2f} ms by the client's: the rest is the client and the transport (one perf_analyzer "
-        "process sending batch-1 requests), the next thing to measure.",
+        f"{int(knee['concurrency'])}, p99 {knee['p99_ms']:.2f} ms, where the server's batcher formed batches of "
+        f"{at_knee['server avg_batch']:.1f} on average. In this process, ResNet18 (the UINT8-input TorchScript of "
+        f"the same weights, not the FP32-input model the sweep served; its batch copied to the GPU and the scores back "
+        f"on every call) runs {inproc[16]:.0f} img/s at batch 16 and {inproc[128]:.0f} at batch 128: served at the "
+        f"knee is {knee['throughput'] / inproc[16]:.0%} of the first and {knee['throughput'] / inproc[128]:.0%} of "
+        f"the second. It beats in-process batch 16 because its batches are larger than 16.",
+        f"- Past the knee, at concurrency {int(top['concurrency'])} (batches of {top['server avg_batch']:.1f}), the "
+        f"server's metrics put a request's average time in Triton at {top['server request_ms']:.2f} ms: "
+        f"{top['server queue_ms_per_request']:.2f} ms queued and {top['server compute_ms_per_request']:.2f} ms "
+        f"computing (a batch's compute time counts for each of its requests). perf_analyzer's p50 is "
+        f"{top['p50_ms']:.2f} ms and its p99 {top['p99_ms']:.2f} ms. The two do not subtract into a client's share: "
+        "the metrics average every request of the level, perf_analyzer's warm-up and unstable windows included, "
+        "while its percentiles cover only its last, stable windows, so here the server's average is even above the "
+        f"client's median. What both show is a batch's compute growing with the batch "
+        f"({at_knee['server compute_ms_per_request']:.2f} ms per request at concurrency {int(knee['concurrency'])}, "
+        f"{top['server compute_ms_per_request']:.2f} ms at {int(top['concurrency'])}) until p99 leaves the budget.",
         *_repeats(results),
     ]
     return "\n".join(lines)
+
+
+def _resident(error: str) -> str:
+    """'3744 MB after 2 s', as the memory guard's message recorded it."""
+    found = re.search(r"\((\d+) MB resident after (\d+) s\)", error)
+    return f"{found.group(1)} MB after {found.group(2)} s"
+
+
+def _and(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _join(names: list[str]) -> str:
+    """'The X row' or 'The X and Y rows', as the prose names table rows."""
+    return f"The {_and([f'*{n}*' for n in names])} {'row' if len(names) == 1 else 'rows'}"
 
 
 def _rng(values, fmt: str = ".1f", unit: str = "") -> str:
@@ -202,7 +233,24 @@ def section_native_13() -> str:
         f"p99 {_rng(by['resnet18_opt']['p99_ms'], '.1f')} ms.",
         f"* The baseline stops scaling early: its highest throughput in run 1 is {knee['throughput']:.0f} infer/s at "
         f"concurrency {int(knee['concurrency'])}; the batched models are still climbing at 16.",
+        _recorded_13_line(),
     ])
+
+
+def _recorded_13_line() -> str:
+    """The 2026-12-01 run of notebook 13 at its top level, beside runs 1-3."""
+    later = recorded_13()
+    at, x = later["at_top_concurrency"], later["speedup_at_top"]
+    base, db, opt = at["baseline"], at["baseline + dynamic batching"], at["resnet18_opt + dynamic batching"]
+    start, end, step = (int(v) for v in later["settings"]["concurrency"].split(":"))
+    levels = ", ".join(str(c) for c in range(start, end + 1, step))
+    return (f"* The 2026-12-01 run of notebook 13 (`docs/runs/{RECORDED_13.name}/`: levels {levels}, "
+            f"{later['settings']['measurement_interval_ms']} ms windows, inputs through "
+            f"{later['settings']['shared_memory']} shared memory instead of in the requests) measured at 16: the "
+            f"baseline {base['throughput']:.0f} infer/s (p99 {base['p99_ms']:.1f} ms), with dynamic batching "
+            f"{db['throughput']:.0f} ({x['baseline + dynamic batching']['throughput x']:.2f}x), `resnet18_opt` with "
+            f"batching {opt['throughput']:.0f} ({x['resnet18_opt + dynamic batching']['throughput x']:.2f}x): the "
+            "same order, with batching's share larger than in runs 1-3.")
 
 
 def section_candidates() -> str:
@@ -225,6 +273,16 @@ def section_candidates() -> str:
                       "tensor cores read, no layout conversions) are what make FP16 pay."])
 
 
+RECORDED_13 = ROOT / "docs" / "runs" / "h200-2026-12-01"  # its report_10_12_13.md holds notebook 13's results
+
+
+def recorded_13() -> dict:
+    """Notebook 13's results of 2026-12-01 on the H200, as its report recorded them (the executed notebook beside it)."""
+    report = (RECORDED_13 / "report_10_12_13.md").read_text()
+    block = report.split("## 13_dynamic_batching_compare\n", 1)[1].split("```json\n", 1)[1].split("\n```", 1)[0]
+    return json.loads(block)
+
+
 def section_knobs() -> str:
     """Notebook 13's knobs in run 3, and the spread that decides which differences mean anything."""
     knobs = pd.read_csv(DATA / "h200_native_13_knobs.csv")
@@ -238,18 +296,48 @@ def section_knobs() -> str:
     spread = same.max() / same.min() - 1
     others = knobs.drop(same.index)
     beyond = others[(others["throughput"] > same.max()) | (others["throughput"] < same.min())]
+    later = recorded_13()
+    k = pd.DataFrame(later["knobs"])
+    measured = k[k["stable"].astype(bool)]
+    failed = k[~k["stable"].astype(bool)]
+    at = {(r.knob, r.value): r.throughput for r in measured.itertuples()}
+    best = later["best"]
+    s = best["settings"]
+    # the article's configuration, measured four times over system shared memory in that run
+    article = measured[measured.apply(lambda r: (r.knob, r.value) in {
+        ("instances", "1"), ("preferred batch sizes", "[8, 16]"), ("queue delay (us)", "100"),
+        ("transport", "gRPC + system shm")}, axis=1)]["throughput"]
+    above = measured[measured["throughput"] > article.max()]
     return "\n".join([
         *rows, "",
-        "Two instances were not measured: perf_analyzer was killed (exit -9) in both attempts, after about 80 s. It "
-        "was its own memory (perf_analyzer issue #84, notebook 11): the series now watches and stops it. The 1000 us "
-        "delay, the transports and the combined configuration did not run: device time ran out.",
+        "In run 3, two instances were not measured: perf_analyzer was killed (exit -9) in both attempts, after about "
+        "80 s. It was its own memory (perf_analyzer issue #84, notebook 11): the series now watches and stops it. The "
+        "1000 us delay, the transports and the combined configuration did not run in run 3: device time ran out.",
         "",
         f"Three of these rows measure the same configuration, the article's (1 instance, [8, 16], 100 us): "
         f"{', '.join(f'{v:.0f}' for v in sorted(same, reverse=True))} infer/s, a spread of {spread:.0%}. "
-        + ("No other setting lies outside that range, so this run cannot rank the knobs; "
+        + ("No other setting lies outside that range, so this run cannot rank the knobs."
            if beyond.empty else
-           f"Only {', '.join(f'{r.knob} {r.value}' for r in beyond.itertuples())} lie outside it; ")
-        + "notebook 14 measures them again, longer, against the same run's baseline.",
+           f"Only {_and([f'{r.knob} {r.value}' for r in beyond.itertuples()])} "
+           f"{'lies' if len(beyond) == 1 else 'lie'} outside it. ")
+        + "A difference inside the spread is noise, not a ranking; notebook 14 does not re-measure these settings: "
+          "it serves its models with `dynamic_batching {}` (no preferred sizes, no queue delay), where Triton's batcher "
+          "guide starts.",
+        "",
+        f"The 2026-12-01 run of notebook 13 (executed notebook: `docs/runs/{RECORDED_13.name}/`; inputs through "
+        f"{later['settings']['shared_memory']} shared memory, {later['settings']['measurement_interval_ms']} ms "
+        f"windows) measured every knob at concurrency {best['concurrency']}: two instances "
+        f"{at[('instances', '2')]:.0f} infer/s against {at[('instances', '1')]:.0f} for one, the 1000 us delay "
+        f"{at[('queue delay (us)', '1000')]:.0f}, gRPC with system shared memory "
+        f"{at[('transport', 'gRPC + system shm')]:.0f}; "
+        + f"the {_and(list(failed['value']))} transport {'row' if len(failed) == 1 else 'rows'} (the FP32 tensor in "
+        f"every request) were stopped by the memory guard. Of its rows, {len(article)} measure the article's "
+        f"configuration ({article.min():.0f}-{article.max():.0f} infer/s, a spread of "
+        f"{article.max() / article.min() - 1:.0%}); only {_and([f'{r.knob} {r.value}' for r in above.itertuples()])} "
+        f"{'lies' if len(above) == 1 else 'lie'} above it. Its best of each knob together "
+        f"({s['instances']} instances, preferred sizes {s['preferred batch sizes']}, {s['queue delay (us)']} us, "
+        f"{s['transport']}) served {best['throughput']:.0f} infer/s with p99 {best['p99_ms']:.2f} ms: "
+        f"{best['vs_baseline']:.2f}x that run's baseline.",
     ])
 
 
@@ -301,10 +389,15 @@ def section_claim() -> str:
     by = {m: at[at["model"] == m].set_index("run")["throughput"] for m in _NAMES}
     batching = by["resnet18_pytorch_db"] / by["resnet18_pytorch"]
     model_gain = by["resnet18_opt"] / by["resnet18_pytorch_db"]
+    later = recorded_13()["at_top_concurrency"]
+    later_batching = later["baseline + dynamic batching"]["throughput"] / later["baseline"]["throughput"]
+    later_model = later["resnet18_opt + dynamic batching"]["throughput"] / later["baseline + dynamic batching"]["throughput"]
     return (f"The article reports 271.5 -> 1625.3 infer/s ({1625.3 / 271.5:.1f}x) and p99 62 -> 10 ms at concurrency 16, "
             "for the PyTorch backend against a TensorRT engine on the TensorRT backend, with dynamic batching added to the "
             f"engine only. Here, with the same server and no TensorRT, **batching alone gives {_rng(batching, '.1f', 'x')}** "
-            f"and a better TorchScript model {_rng(model_gain, '.1f', 'x')} more: a comparison that adds batching and the "
+            f"over gRPC with the tensors in the requests (runs 1-3) and {later_batching:.1f}x through system shared "
+            f"memory (2026-12-01), and a better TorchScript model {_rng(model_gain, '.1f', 'x')} more "
+            f"({later_model:.1f}x): a comparison that adds batching and the "
             "engine at once cannot credit TensorRT with the whole speedup. Notebook 13 separates the two on any machine; "
             "with Docker (`runtime=\"docker\"`) it measures the article's own pair.")
 
@@ -327,6 +420,12 @@ def recorded_times() -> dict[str, dict[str, list[float]]]:
     return {kind: {**times[kind], **kept[kind]} for kind in times}
 
 
+def gpu_total(times: dict | None = None) -> float:
+    """Seconds for the notebooks timed on the H200, each at its slowest recorded run."""
+    times = times or recorded_times()
+    return sum(max(v) for v in times["h200"].values())
+
+
 def section_workshop_times() -> str:
     """docs/workshop.md's table of notebook run times, from the recorded runs' reports."""
     times = recorded_times()
@@ -340,6 +439,9 @@ def section_workshop_times() -> str:
         rows.append(f"| {name} | {cpu} | {gpu} |")
     total = sum(max(v) for v in times["cpu"].values())
     rows.append(f"| **all {len(times['cpu'])} (CPU)** | **{total:.0f}** | |")
+    timed = sorted(times["h200"])
+    rows.append(f"| **{timed[0][:2]}-{timed[-1][:2]} (H200, the slowest run of each)** | | "
+                f"**{gpu_total(times):.0f}** |")
     return "\n".join(["Measured notebook times (seconds), from the recorded runs' own reports:", "", *rows])
 
 

@@ -38,8 +38,25 @@ def helper_commands() -> list[list[str]]:
                                                            batches=(1, 8, 64)), ROOT / "build" / "resnet18"),
         TritonServer(ROOT / "models", RuntimeChoice("docker", "shown"), models=["resnet50_onnx"]).command(),
         perf.level_command("resnet18_pytorch", "127.0.0.1:8001", ROOT / "runs" / "latest" / "perf" / "11_baseline_c1.csv",
-                           ngc.NGC_TAG, concurrency="1")[0],
+                           ngc.NGC_TAG, **_first_level("11_baseline_benchmark"))[0],
     ]
+
+
+def notebook_parameters(stem: str) -> dict:
+    """The values a notebook's `parameters` cell sets, as its kernel sees them (no profile injected)."""
+    cells = json.loads((series.NOTEBOOK_DIR / f"{stem}.ipynb").read_text())["cells"]
+    seen: dict = {}
+    exec(next("".join(c["source"]) for c in cells if "parameters" in c["metadata"].get("tags", [])), {}, seen)
+    return seen
+
+
+def _first_level(stem: str) -> dict:
+    """perf_analyzer's settings for the first concurrency level of a notebook's sweep, from its own parameters: what
+    the notebook runs by default, not the helper's defaults (issue 24, item 4: 11 sets shared_memory="system")."""
+    p = notebook_parameters(stem)
+    return {"protocol": p["protocol"], "concurrency": str(perf.concurrency_levels(p["concurrency"])[0]),
+            "measurement_interval_ms": p["measurement_interval_ms"], "max_trials": p["max_trials"],
+            "stability_percentage": p["stability_percentage"], "shared_memory": p["shared_memory"]}
 
 
 def documents() -> dict[str, str]:
