@@ -1,7 +1,8 @@
 """Inference over HTTP or gRPC with tritonclient, the request checked against the model's metadata first."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from .repository import numpy_dtype, triton_dtype
 
 PROTOCOLS = ("http", "grpc")
+_OPEN: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> client, for close_clients
 
 
 def connect(url: str, protocol: str = "http"):
@@ -19,7 +21,21 @@ def connect(url: str, protocol: str = "http"):
         import tritonclient.grpc as module
     else:
         raise ValueError(f"protocol must be one of {PROTOCOLS}; got {protocol!r}")
-    return module.InferenceServerClient(url=url)
+    client = module.InferenceServerClient(url=url)
+    client._tutorial_url = url
+    _OPEN[id(client)] = client
+    return client
+
+
+def close_clients(urls: Sequence[str]) -> int:
+    """Close the clients `connect` made for these URLs; returns how many. An HTTP client keeps its connection open
+    (keep-alive), and a stopping Triton waits for open HTTP connections up to `--exit-timeout-secs`."""
+    closing = [c for c in list(_OPEN.values()) if getattr(c, "_tutorial_url", None) in set(urls)]
+    for client in closing:
+        _OPEN.pop(id(client), None)
+        client.close()
+        client._tutorial_closed = True
+    return len(closing)
 
 
 def _module(client):
@@ -87,6 +103,9 @@ def check_inputs(info: ModelInfo, inputs: Mapping[str, np.ndarray]) -> None:
 def infer(client, model_name: str, inputs: Mapping[str, np.ndarray] | np.ndarray,
           info: ModelInfo | None = None) -> dict[str, np.ndarray]:
     """Send one checked request (binary tensors) and return every output by name."""
+    if getattr(client, "_tutorial_closed", False):
+        raise ValueError(f"this client was closed when the server at {client._tutorial_url} stopped; "
+                         "make a new one with connect(server.url) for the running server")
     info = info or model_info(client, model_name)
     if isinstance(inputs, np.ndarray):
         if len(info.inputs) != 1:

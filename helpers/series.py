@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -84,10 +89,41 @@ def save_results(run_dir: str | Path, notebook: str, results: dict) -> None:
     print(f"results saved to {path}")
 
 
+REPORT_ROW = re.compile(r"^\| (\d\d_\w+) \| ok \| (\d+) \|", re.M)
+
+
+def recorded_seconds(profile: str | None) -> dict[str, float]:
+    """Each notebook's time (s) in the recorded runs a profile names (`recorded:` in profiles.yml; a later run wins),
+    read from their report*.md: what a run of this profile is expected to take."""
+    import yaml
+
+    entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
+    times: dict[str, float] = {}
+    for folder in entry.get("recorded", []):
+        reports = sorted((ROOT / folder).glob("report*.md"))
+        if not reports:
+            raise FileNotFoundError(f"profile {profile!r} names the recorded run {folder}, which has no report.md")
+        for report in reports:
+            times.update({name: float(sec) for name, sec in REPORT_ROW.findall(report.read_text())})
+    return times
+
+
+def on_failure(profile: str | None) -> str:
+    """What a failed notebook does to the rest of the run: `stop` (skip the rest; the default) or `continue`."""
+    import yaml
+
+    entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
+    action = entry.get("on_failure", "stop")
+    if action not in ("stop", "continue"):
+        raise ValueError(f"profile {profile!r}: on_failure must be 'stop' or 'continue'; got {action!r}")
+    return action
+
+
 def write_report(run_dir: Path, rows: list[dict]) -> Path:
-    """report.md: each notebook's status and time, then the numbers the notebooks saved."""
-    lines = [f"# Run {run_dir.name}", "", "| notebook | status | seconds |", "|---|---|---|"]
-    lines += [f"| {r['notebook']} | {r['status']} | {r['seconds']:.0f} |" for r in rows]
+    """report.md: each notebook's status, time and expected time, then the numbers the notebooks saved."""
+    lines = [f"# Run {run_dir.name}", "", "| notebook | status | seconds | expected (s) |", "|---|---|---|---|"]
+    lines += [f"| {r['notebook']} | {r['status']} | {r['seconds']:.0f} | "
+              f"{'' if r.get('expected') is None else format(r['expected'], '.0f')} |" for r in rows]
     for path in sorted((run_dir / "results").glob("*.json")):
         lines += ["", f"## {path.stem}", "", "```json", path.read_text().strip(), "```"]
     report = run_dir / "report.md"
@@ -95,19 +131,133 @@ def write_report(run_dir: Path, rows: list[dict]) -> Path:
     return report
 
 
-def run_series(run_dir: str | Path | None = None, profile: str | None = None, only: list[str] | None = None,
-               kernel: str = "python3", overrides: dict | None = None) -> Path:
-    """Execute the notebooks in order into `run_dir` (default runs/<timestamp>); stop at the first failure.
-    `overrides` (e.g. models_dir, build_dir) go to every notebook that declares them, after the profile's values."""
-    import papermill
+class SeriesFailed(RuntimeError):
+    """One or more notebooks of a run failed; the report and the executed notebooks say where."""
 
+
+def _kernel_manager(log: Path) -> type:
+    """A kernel manager whose kernels listen on IPC sockets (no TCP ports to race for, no "running over TCP without
+    encryption" warning) and write their own stdout/stderr (TensorFlow's and Triton's C++ logs) to `log`, not to the
+    console. A notebook's outputs still land in the executed notebook, as with papermill's default."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class LoggedKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            self._sockets = tempfile.mkdtemp(prefix="nb-")  # short: a socket path has at most 107 bytes
+            super().__init__(transport="ipc", ip=os.path.join(self._sockets, "k"), **kwargs)
+
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+            with open(log, "ab") as handle:  # the kernel keeps its own copy of the descriptor
+                kw.update(stdout=handle, stderr=handle)
+                await super()._async_launch_kernel(kernel_cmd, **kw)
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart)
+            if not restart:
+                shutil.rmtree(self._sockets, ignore_errors=True)
+
+    return LoggedKernelManager
+
+
+class _Line:
+    """One console line per notebook: on a terminal it shows the cell being run and the time so far, redrawn each
+    second; elsewhere (CI logs, pipes) the name, then the outcome on the same line when the notebook ends."""
+
+    def __init__(self, name: str, stream=None, width: int = 30):
+        self.name, self.stream, self.width = name, stream or sys.stdout, width
+        self.tty = self.stream.isatty()
+        self.cell, self.cells, self.start = 0, 0, time.monotonic()
+        self._done = threading.Event()
+        if self.tty:
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+        else:
+            self.stream.write(f"  {name:<{width}} ")
+            self.stream.flush()
+
+    def _tick(self) -> None:
+        while not self._done.wait(1.0):
+            self._draw()
+
+    def _draw(self) -> None:
+        at = f"cell {self.cell}/{self.cells}" if self.cells else "starting the kernel"
+        self.stream.write(f"\r\033[K  {self.name:<{self.width}} {at:<14} {time.monotonic() - self.start:5.0f} s")
+        self.stream.flush()
+
+    def at_cell(self, index: int, total: int) -> None:
+        """The notebook is running cell `index` (0-based) of `total`."""
+        self.cell, self.cells = index + 1, total
+        if self.tty:
+            self._draw()
+
+    def finish(self, status: str) -> None:
+        """End the line with the notebook's outcome."""
+        self._done.set()
+        if self.tty:
+            self._thread.join()
+            self.stream.write(f"\r\033[K  {self.name:<{self.width}} ")
+        self.stream.write(status + "\n")
+        self.stream.flush()
+
+
+def _engine():
+    """papermill's nbclient engine, telling a callback (`on_cell`) which cell starts."""
+    from papermill.engines import NBClientEngine
+
+    class LineEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, on_cell=None, **kwargs):
+            if on_cell:
+                started = nb_man.cell_start
+
+                def cell_start(cell, cell_index=None, **kw):
+                    on_cell(cell_index, len(nb_man.nb.cells))
+                    return started(cell, cell_index, **kw)
+
+                nb_man.cell_start = cell_start
+            return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+
+    return LineEngine
+
+
+def _failure_lines(error: Exception, nb_path: Path, log: Path, cells: int) -> list[str]:
+    """A failed notebook in a few lines: the failing cell's source and the error, then where the whole story is
+    (`cells`: the executed notebook's, which holds papermill's injected-parameters cell)."""
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(error, PapermillExecutionError):
+        source = error.source.strip().splitlines()
+        shown = source[:8] + ([f"... ({len(source) - 8} more lines)"] if len(source) > 8 else [])
+        lines = [f"    cell {error.cell_index + 1} of {cells}:", *(f"    | {line}" for line in shown),
+                 f"    {error.ename}: {error.evalue}".rstrip()[:600]]
+    else:
+        lines = [f"    {type(error).__name__}: {error}"[:600]]
+    return lines + [f"    full traceback: {nb_path}; kernel and server logs: {log}"]
+
+
+def run_series(run_dir: str | Path | None = None, profile: str | None = None, only: list[str] | None = None,
+               kernel: str = "python3", overrides: dict | None = None, paths: list[Path] | None = None,
+               stream=None) -> Path:
+    """Execute the notebooks in order into `run_dir` (default runs/<timestamp>), one console line each, kernel output
+    in `run_dir/logs/series.log`; after a failure the rest are skipped or run as the profile says (`on_failure`),
+    and SeriesFailed is raised once the report is written. `overrides` (e.g. models_dir, build_dir) go to every
+    notebook that declares them, after the profile's values; `paths` replaces the numbered notebooks."""
+    import papermill
+    from papermill.engines import papermill_engines
+
+    papermill_engines.register("tutorial", _engine())
+    out = stream or sys.stdout
     run_dir = Path(run_dir or ROOT / "runs" / time.strftime("%Y%m%d-%H%M%S")).resolve()
     run_dir.mkdir(parents=True, exist_ok=True)
-    selected = [nb for nb in notebooks() if not only or any(nb.stem.startswith(o) for o in only)]
+    log = run_dir / "logs" / "series.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    selected = [nb for nb in (paths or notebooks()) if not only or any(nb.stem.startswith(o) for o in only)]
     if not selected:
-        raise ValueError(f"no notebook matches {only}; have {[nb.stem for nb in notebooks()]}")
-    rows = []
-    for nb in selected:
+        raise ValueError(f"no notebook matches {only}; have {[nb.stem for nb in (paths or notebooks())]}")
+    expected, action = recorded_seconds(profile), on_failure(profile)
+    width = max(len(nb.stem) for nb in selected)
+    planned = []
+    for nb in selected:  # every notebook's parameters checked before the first one runs
         declared = papermill.inspect_notebook(str(nb))
         params = {**profile_parameters(profile, nb.stem), "run_dir": str(run_dir),
                   **{k: v for k, v in (overrides or {}).items() if k in declared}}
@@ -116,19 +266,60 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
         unknown = sorted(set(params) - set(declared))
         if unknown:
             raise ValueError(f"{nb.name} has no parameters {unknown}; its parameters cell declares {sorted(declared)}")
-        print(f"== {nb.name} {params}", flush=True)
+        planned.append((nb, params))
+    rows, failed = [], []
+    for nb, params in planned:
+        row = {"notebook": nb.stem, "expected": expected.get(nb.stem), "seconds": 0.0}
+        if failed and action == "stop":
+            rows.append({**row, "status": "skipped"})
+            out.write(f"  {nb.stem:<{width}} skipped (after {failed[0]} failed)\n")
+            continue
+        with open(log, "a") as handle:
+            handle.write(f"\n== {nb.name} {json.dumps(params, default=str)}\n")
+        line = _Line(nb.stem, out, width)
         start = time.monotonic()
         try:
-            papermill.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(NOTEBOOK_DIR),
-                                       kernel_name=kernel, progress_bar=False)
-        except Exception:
-            rows.append({"notebook": nb.stem, "status": "FAILED", "seconds": time.monotonic() - start})
+            papermill.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(nb.parent),
+                                       kernel_name=kernel, progress_bar=False, engine_name="tutorial",
+                                       on_cell=line.at_cell, kernel_manager_class=_kernel_manager(log))
+        except Exception as error:
+            row.update(status="FAILED", seconds=time.monotonic() - start)
+            rows.append(row)
+            failed.append(nb.stem)
+            line.finish(f"FAILED after {row['seconds']:.0f} s")
+            out.write("\n".join(_failure_lines(error, run_dir / nb.name, log, line.cells)) + "\n")
+            write_report(run_dir, rows)
+            continue
+        except BaseException:  # Ctrl-C: the line ends, the report says how far the run got
+            line.finish("interrupted")
+            rows.append({**row, "status": "interrupted", "seconds": time.monotonic() - start})
             write_report(run_dir, rows)
             raise
-        rows.append({"notebook": nb.stem, "status": "ok", "seconds": time.monotonic() - start})
+        row.update(status="ok", seconds=time.monotonic() - start)
+        rows.append(row)
+        hint = "" if row["expected"] is None else f" (recorded: {row['expected']:.0f} s)"
+        line.finish(f"ok {row['seconds']:5.0f} s{hint}")
     report = write_report(run_dir, rows)
-    print(f"executed notebooks and {report.name} in {run_dir}")
+    out.write(_closing_table(rows, width) + f"\n  report: {report}\n  kernel and server logs: {log}\n"
+              f"  site: ./tutorial docs {run_dir}  (writes build/site/index.html)\n")
+    out.flush()
+    if failed:
+        raise SeriesFailed(f"{len(failed)} notebook(s) failed: {', '.join(failed)} (see {report})")
     return run_dir
+
+
+def _closing_table(rows: list[dict], width: int) -> str:
+    """Each notebook's status and time against the recorded run's, and the totals."""
+    lines = ["", f"  {'notebook':<{width}} {'status':<11} {'seconds':>7} {'recorded':>8}"]
+    for r in rows:
+        was = "" if r["expected"] is None else f"{r['expected']:.0f}"
+        lines.append(f"  {r['notebook']:<{width}} {r['status']:<11} {r['seconds']:7.0f} {was:>8}")
+    ran = [r for r in rows if r["status"] == "ok"]
+    known = [r["expected"] for r in ran if r["expected"] is not None]
+    total_was = f"{sum(known):.0f}" if len(known) == len(ran) and known else ""
+    lines.append(f"  {'total':<{width}} {f'{len(ran)}/{len(rows)} ok':<11} "
+                 f"{sum(r['seconds'] for r in rows):7.0f} {total_was:>8}")
+    return "\n".join(lines)
 
 
 def prepare_lab(profile: str, target: str | Path | None = None) -> Path:
@@ -178,4 +369,7 @@ if __name__ == "__main__":
     chosen, why = (auto_profile() if ns.profile == "auto" else
                    (None if ns.profile == "article" else ns.profile, "asked for with --profile"))
     print(f"profile: {chosen or 'article'} ({why}); expected: {expected_duration(chosen)}", flush=True)
-    run_series(ns.run_dir, chosen, ns.only)
+    try:
+        run_series(ns.run_dir, chosen, ns.only)
+    except SeriesFailed as failure:
+        raise SystemExit(f"tutorial: {failure}") from None

@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 
 from . import ngc
+from .client import close_clients
 from .launchers import CONTAINER_PREFIX, guarded, launcher_for
 from .preflight import check_repository, model_folders
 from .runtime import RuntimeChoice, choose_runtime
@@ -257,6 +258,7 @@ class TritonServer:
             proc, self._proc = self._proc, None
             if proc is not None:
                 atexit.unregister(self.stop)
+                close_clients([self.url, self.grpc_url])  # or Triton waits for their open connections (10 s)
                 try:  # the reaper's group: tritonserver and the backend stubs it started
                     group = psutil.Process(proc.pid).children(recursive=True)
                 except psutil.NoSuchProcess:

@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -100,14 +104,74 @@ def tagged(tag: str):
         yield
 
 
+FAKE_DOCKER = Path(__file__).resolve().parent / "fakedocker"
+DOCKER_NOTEBOOKS = ["04", "05", "06", "07", "10", "11", "13"]
+DOCKER_RUN_TAG = "docker-run"
+DOCKER_TAG = "25.01"  # not the default (24.05): every server and container of the run must use the series' one tag
+_SERIES = """import json, sys
+from helpers import series
+for run in json.loads(sys.argv[1]):
+    series.run_series(**run)
+"""
+
+
+class BackgroundSeries:
+    """The docker world's notebooks, run by a separate Python process beside the ci run (each world's notebooks
+    executed once, the two at the same time: their measurements are fixed-length windows, so they overlap well)."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        folders = {"models_dir": str(run_dir / "models"), "build_dir": str(run_dir / "build")}  # apart from the ci run's
+        runs = [dict(run_dir=str(run_dir / "prerequisites"), profile="ci", only=["02"], overrides=folders),  # its ONNX
+                dict(run_dir=str(run_dir), profile="docker-ci", only=DOCKER_NOTEBOOKS, overrides=folders)]
+        env = {**os.environ, "PATH": f"{FAKE_DOCKER}{os.pathsep}{os.environ['PATH']}", "FAKE_DOCKER_PYTHON": sys.executable,
+               "FAKE_DOCKER_STATE": str(run_dir / "docker-state"), "FAKE_DOCKER_LOG": str(run_dir / "docker.jsonl"),
+               "TUTORIAL_NGC_TAG": DOCKER_TAG, "TUTORIAL_TEST_ID": DOCKER_RUN_TAG}
+        self.console = run_dir / "console.txt"
+        with open(self.console, "w") as out:
+            self.proc = subprocess.Popen([sys.executable, "-c", _SERIES, json.dumps(runs)], env=env, cwd=run_dir,
+                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def result(self, timeout: float = 1200) -> Path:
+        """The finished run's folder; its console output if it failed."""
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"the docker-world run took over {timeout} s:\n{self.console.read_text()[-3000:]}")
+        assert code == 0, f"the docker-world run failed ({code}):\n{self.console.read_text()[-3000:]}"
+        return self.run_dir
+
+    def stop(self) -> None:
+        """Stop it (Ctrl-C, or a session that ends before its tests ran) as a Ctrl-C would: the kernel's clean-up
+        stops its server; whatever is left of its session after 60 s is killed."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
 @pytest.fixture(scope="session")
-def ci_run(tmp_path_factory):
+def docker_series(request, tmp_path_factory):
+    """The docker world's run, started in the background the first time a test needs it, or when the ci run starts
+    and a test of this session will need it; stopped at the end of the session."""
+    started = BackgroundSeries(tmp_path_factory.mktemp("docker-run"))
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="session")
+def ci_run(request, tmp_path_factory):
     """Every notebook executed once with the ci profile; the run folder (shared by the tests that read it).
     TUTORIAL_CI_RUN=<folder of a finished ci run> reuses one instead, when working on the tests that read it."""
-    import os
-
     from helpers import series
 
+    if any("docker_run" in item.fixturenames for item in request.session.items):
+        request.getfixturevalue("docker_series")  # the docker world runs meanwhile, in its own process
     if os.environ.get("TUTORIAL_CI_RUN"):
         return Path(os.environ["TUTORIAL_CI_RUN"])
     run_dir = tmp_path_factory.mktemp("run")

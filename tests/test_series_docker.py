@@ -2,46 +2,20 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import tagged, triton_processes
-from helpers import repository, series
+from conftest import DOCKER_NOTEBOOKS, DOCKER_RUN_TAG, DOCKER_TAG, triton_processes
+from helpers import repository
 
-FAKE = Path(__file__).resolve().parent / "fakedocker"
-DOCKER_NOTEBOOKS = ["04", "05", "06", "07", "10", "11", "13"]
-RUN_TAG = "docker-run"
-TAG = "25.01"  # not the default (24.05): every server and container of the run must use the series' one tag
+RUN_TAG, TAG = DOCKER_RUN_TAG, DOCKER_TAG
 
 
 @pytest.fixture(scope="module")
-def docker_run(tmp_path_factory):
-    """Notebooks 04-07, 10, 11 and 13 with runtime="docker" in their own folders (ONNX export: the ci run's, or 02's)."""
-    run_dir = tmp_path_factory.mktemp("docker-run")
-    saved = {k: os.environ.get(k) for k in ("PATH", "FAKE_DOCKER_PYTHON", "FAKE_DOCKER_STATE", "FAKE_DOCKER_LOG",
-                                            "TUTORIAL_NGC_TAG")}
-    os.environ.update(PATH=f"{FAKE}{os.pathsep}{os.environ['PATH']}", FAKE_DOCKER_PYTHON=sys.executable,
-                      FAKE_DOCKER_STATE=str(run_dir / "docker-state"), FAKE_DOCKER_LOG=str(run_dir / "docker.jsonl"),
-                      TUTORIAL_NGC_TAG=TAG)
-    folders = {"models_dir": str(run_dir / "models"), "build_dir": str(run_dir / "build")}  # apart from the ci run's
-    try:
-        with tagged(RUN_TAG):
-            if (series.ROOT / "build" / "keras" / "resnet50.onnx").exists():  # the ci run's export, copied
-                shutil.copytree(series.ROOT / "build" / "keras", run_dir / "build" / "keras")
-            else:
-                series.run_series(tmp_path_factory.mktemp("prerequisites"), profile="ci", only=["02"], overrides=folders)
-            series.run_series(run_dir, profile="docker-ci", only=DOCKER_NOTEBOOKS, overrides=folders)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    return run_dir
+def docker_run(docker_series):
+    """Notebooks 04-07, 10, 11 and 13 with runtime="docker" in their own folders (their ONNX export from their own
+    run of 02), through the test docker; run in the background beside the ci run (conftest.BackgroundSeries)."""
+    return docker_series.result()
 
 
 def _results(run_dir, name):

@@ -15,7 +15,7 @@ import numpy as np
 import psutil
 import pytest
 
-from conftest import triton_processes
+from conftest import make_onnx, tagged, triton_processes
 from helpers import client as tc
 from helpers import export, metrics, perf, repository, series
 from helpers.runtime import RuntimeChoice
@@ -47,60 +47,93 @@ def test_serves_stand_in_over_http_and_grpc(tiny_repo, tiny_onnx, no_leftovers):
     assert not server.running
 
 
-def test_client_refuses_bad_requests_with_what_was_expected(tiny_repo, no_leftovers):
-    with TritonServer(tiny_repo, "local") as server:
-        http = tc.connect(server.url)
-        with pytest.raises(ValueError, match=r"'nope' is not served here; the server has \['tiny'\]"):
-            tc.infer(http, "nope", np.zeros((1, 8), np.float32))
-        with pytest.raises(ValueError, match=r"is FP32 \(float32\); got float64"):
-            tc.infer(http, "tiny", np.zeros((1, 8)))
-        with pytest.raises(ValueError, match=r"has shape \[-1, 8\]"):
-            tc.infer(http, "tiny", np.zeros((1, 7), np.float32))
-        with pytest.raises(ValueError, match="batches of at most 8"):
-            tc.infer(http, "tiny", np.zeros((9, 8), np.float32))
-        with pytest.raises(ValueError, match=r"takes inputs \['X'\]"):
-            tc.infer(http, "tiny", {"x": np.zeros((1, 8), np.float32)})
+def test_stop_closes_the_clients_connect_made_so_triton_does_not_wait_for_them(tiny_repo, tmp_path, no_leftovers):
+    """A stopping Triton waits up to --exit-timeout-secs (10 s) for open HTTP connections; a tritonclient HTTP client
+    keeps its connection open. Notebooks 05-07 and 12 each paid 10 s per stop for it (issue #20)."""
+    server = TritonServer(tiny_repo, "local", log_file=tmp_path / "triton.log").start()
+    http, grpc = tc.connect(server.url), tc.connect(server.grpc_url, "grpc")
+    for client in (http, grpc):
+        tc.infer(client, "tiny", np.ones((1, 8), np.float32))
+    server.stop()
+    log = server.log_file.read_text()
+    assert "Signal (15) received" in log and "All models are stopped" in log, log[-2000:]
+    assert "HTTP service connections" not in log, log[-2000:]
+    with pytest.raises(ValueError, match="closed when the server at .* stopped; make a new one"):
+        tc.infer(http, "tiny", np.ones((1, 8), np.float32))
 
 
-def test_perf_analyzer_against_real_server(tiny_repo, tmp_path, no_leftovers):
-    with TritonServer(tiny_repo, "local") as server:
-        table = perf.run("tiny", server.grpc_url, tmp_path / "tiny.csv", concurrency="1:2:1",
-                         measurement_interval_ms=800, max_trials=5, stability_percentage=50, progress=False)
-        with pytest.raises(perf.UnstableMeasurement, match="no concurrency level of 1 was stable"):
-            perf.run("tiny", server.grpc_url, tmp_path / "never.csv", concurrency="1", measurement_interval_ms=300,
-                     max_trials=3, stability_percentage=0, progress=False)
+@pytest.fixture(scope="module")
+def tiny_server(tmp_path_factory):
+    """One server for the tests that only read from it (requests, perf_analyzer, metrics): a start and a stop each
+    cost a few seconds. Tests of starting and stopping start their own."""
+    folder = tmp_path_factory.mktemp("shared")
+    onnx = make_onnx(folder / "tiny.onnx")
+    config = repository.config_from_onnx("tiny", onnx, max_batch_size=8, preferred_batch_sizes=[4],
+                                         max_queue_delay_us=100)
+    repository.add_model(folder / "models", config, onnx)
+    with tagged("shared-tiny-server"):  # its processes told apart from each test's own
+        server = TritonServer(folder / "models", "local").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert not triton_processes(tag="shared-tiny-server"), "the shared server left a process running"
+
+
+def test_client_refuses_bad_requests_with_what_was_expected(tiny_server):
+    server = tiny_server
+    http = tc.connect(server.url)
+    with pytest.raises(ValueError, match=r"'nope' is not served here; the server has \['tiny'\]"):
+        tc.infer(http, "nope", np.zeros((1, 8), np.float32))
+    with pytest.raises(ValueError, match=r"is FP32 \(float32\); got float64"):
+        tc.infer(http, "tiny", np.zeros((1, 8)))
+    with pytest.raises(ValueError, match=r"has shape \[-1, 8\]"):
+        tc.infer(http, "tiny", np.zeros((1, 7), np.float32))
+    with pytest.raises(ValueError, match="batches of at most 8"):
+        tc.infer(http, "tiny", np.zeros((9, 8), np.float32))
+    with pytest.raises(ValueError, match=r"takes inputs \['X'\]"):
+        tc.infer(http, "tiny", {"x": np.zeros((1, 8), np.float32)})
+
+
+def test_perf_analyzer_against_real_server(tiny_server, tmp_path):
+    server = tiny_server
+    table = perf.run("tiny", server.grpc_url, tmp_path / "tiny.csv", concurrency="1:2:1",
+                     measurement_interval_ms=800, max_trials=5, stability_percentage=50, progress=False)
+    with pytest.raises(perf.UnstableMeasurement, match="no concurrency level of 1 was stable"):
+        perf.run("tiny", server.grpc_url, tmp_path / "never.csv", concurrency="1", measurement_interval_ms=300,
+                 max_trials=3, stability_percentage=0, progress=False)
     assert list(table["concurrency"]) == [1, 2] and table["stable"].all()
     assert (table["throughput"] > 0).all() and (table["p99_ms"] >= table["p50_ms"]).all()
     assert {"queue_ms", "compute_infer_ms", "compute_ms"} <= set(table.columns)
     assert perf.parse_csv(tmp_path / "tiny.csv")["concurrency"].tolist() == [1, 2]
 
 
-def test_memory_guard_stops_perf_analyzer_and_records_the_row(tiny_repo, tmp_path, no_leftovers):
-    with TritonServer(tiny_repo, "local") as server:
-        table = perf.run("tiny", server.grpc_url, tmp_path / "ok.csv", concurrency="1:2:1", measurement_interval_ms=800,
-                         max_trials=5, stability_percentage=50, progress=False)
-        assert (table["peak_rss_mb"] > 0).all() and (table["error"] == "").all()
-        row = perf.measure_level("tiny", server.grpc_url, tmp_path / "capped.csv", 2, measurement_interval_ms=800,
-                                 max_trials=5, stability_percentage=50, memory_limit_gb=0.005)
+def test_memory_guard_stops_perf_analyzer_and_records_the_row(tiny_server, tmp_path):
+    server = tiny_server
+    table = perf.run("tiny", server.grpc_url, tmp_path / "ok.csv", concurrency="1:2:1", measurement_interval_ms=800,
+                     max_trials=5, stability_percentage=50, progress=False)
+    assert (table["peak_rss_mb"] > 0).all() and (table["error"] == "").all()
+    row = perf.measure_level("tiny", server.grpc_url, tmp_path / "capped.csv", 2, measurement_interval_ms=800,
+                             max_trials=5, stability_percentage=50, memory_limit_gb=0.005)
     assert row["stable"] is False and "passed the memory limit of 0.005 GB" in row["error"]
     assert "shared memory" in row["error"] and "issues/84" in row["error"]  # the remedy and the upstream issue
     assert not [p for p in psutil.process_iter(["name"]) if p.info["name"] == "perf_analyzer"
                 and "capped" in " ".join(p.cmdline())], "the stopped perf_analyzer is still running"
 
 
-def test_metrics_count_what_the_server_did(tiny_repo, no_leftovers):
+def test_metrics_count_what_the_server_did(tiny_server):
     from concurrent.futures import ThreadPoolExecutor
 
-    with TritonServer(tiny_repo, "local") as server:
-        before = metrics.scrape(server.metrics_url)
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda _: tc.infer(tc.connect(server.url), "tiny", np.ones((1, 8), np.float32)), range(32)))
-        deadline = time.monotonic() + 10  # the counters move a moment after the responses
-        while time.monotonic() < deadline:
-            seen = metrics.between(before, metrics.scrape(server.metrics_url), "tiny")
-            if seen["requests"] >= 32:
-                break
-            time.sleep(0.2)
+    server = tiny_server
+    before = metrics.scrape(server.metrics_url)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: tc.infer(tc.connect(server.url), "tiny", np.ones((1, 8), np.float32)), range(32)))
+    deadline = time.monotonic() + 10  # the counters move a moment after the responses
+    while time.monotonic() < deadline:
+        seen = metrics.between(before, metrics.scrape(server.metrics_url), "tiny")
+        if seen["requests"] >= 32:
+            break
+        time.sleep(0.2)
     assert seen["requests"] == 32 and seen["executions"] <= 32 and seen["avg_batch"] >= 1.0
     assert seen["queue_ms_per_request"] >= 0 and seen["compute_ms_per_request"] > 0
 
@@ -377,25 +410,58 @@ def test_two_ctrl_c_during_start_leave_nothing(tiny_repo, tmp_path, moment, slow
     assert _new_processes_gone(before, 20), "a Triton process outlived two Ctrl-C during start"
 
 
-@pytest.mark.reliability
-def test_two_interrupts_of_a_jupyter_kernel_during_start_leave_nothing(tiny_repo):
-    """What a learner does: the Interrupt button twice while a real ipykernel's cell starts the server."""
+def reply_to(kc, msg_id: str, timeout: float) -> dict:
+    """The shell reply whose parent is request `msg_id`: `wait_for_ready` sends kernel_info requests until one is
+    answered and can leave a later reply queued, so the first shell message is not necessarily the one asked for."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        msg = kc.get_shell_msg(timeout=max(0.0, deadline - time.monotonic()))  # queue.Empty past the deadline
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return msg
+        seen.append(msg["msg_type"])
+        assert len(seen) < 100, f"no reply to {msg_id} among {len(seen)} shell messages: {seen[:10]}"
+
+
+def _ipc_kernel():
+    """A real ipykernel on IPC sockets, not TCP: TCP ports are picked, released, then bound by the kernel, a race
+    between the kernels of the 20x step's parallel runs (seen once: "Address already in use")."""
     import tempfile
 
     from jupyter_client.manager import KernelManager
 
-    before = {p.pid for p in triton_processes()}
-    # IPC sockets, not TCP: TCP ports are picked, released, then bound by the kernel, a race between the kernels of
-    # the 20x step's parallel runs (seen once: "Address already in use")
     sockets = Path(tempfile.mkdtemp(prefix="kernel-"))  # short: a socket path has at most 107 bytes
     km = KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / "k"))
     km.start_kernel(cwd=str(series.ROOT))
     kc = km.client()
     kc.start_channels()
+    return km, kc, sockets
+
+
+def test_the_reply_read_is_the_one_to_the_request_sent():
+    """Issue #20: a kernel_info reply queued before the execute reply was read as the execute reply."""
+    km, kc, sockets = _ipc_kernel()
     try:
         kc.wait_for_ready(timeout=60)
-        kc.execute(f"from helpers.server import TritonServer\nTritonServer({str(tiny_repo)!r}, 'local').start()\n"
-                   "import time; time.sleep(600)")
+        kc.kernel_info()  # its reply is queued ahead of the execute reply, as wait_for_ready can leave one
+        msg_id = kc.execute("1 / 0")
+        reply = reply_to(kc, msg_id, timeout=30)
+        assert reply["msg_type"] == "execute_reply" and reply["content"]["ename"] == "ZeroDivisionError", reply
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        shutil.rmtree(sockets, ignore_errors=True)
+
+
+@pytest.mark.reliability
+def test_two_interrupts_of_a_jupyter_kernel_during_start_leave_nothing(tiny_repo):
+    """What a learner does: the Interrupt button twice while a real ipykernel's cell starts the server."""
+    before = {p.pid for p in triton_processes()}
+    km, kc, sockets = _ipc_kernel()
+    try:
+        kc.wait_for_ready(timeout=60)
+        msg_id = kc.execute(f"from helpers.server import TritonServer\nTritonServer({str(tiny_repo)!r}, 'local').start()\n"
+                            "import time; time.sleep(600)")
         deadline = time.monotonic() + 30
         while not triton_processes() and time.monotonic() < deadline:  # the cell has launched the server
             time.sleep(0.05)
@@ -403,7 +469,7 @@ def test_two_interrupts_of_a_jupyter_kernel_during_start_leave_nothing(tiny_repo
         km.interrupt_kernel()
         time.sleep(0.2)
         km.interrupt_kernel()
-        reply = kc.get_shell_msg(timeout=60)["content"]
+        reply = reply_to(kc, msg_id, timeout=60)["content"]  # not the first shell message: see reply_to
         assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt", reply
         assert _new_processes_gone(before, 5), "a Triton process outlived two interrupts of the kernel's start"
         kc.execute("1 + 1", reply=True, timeout=10)  # the kernel lives on, as after any interrupted cell

@@ -1,0 +1,88 @@
+"""`./tutorial series`'s console: one line per notebook, kernel noise in the run's log, a failure told in a few lines,
+the rest skipped or run as the profile says, and a closing table against the recorded times."""
+from __future__ import annotations
+
+import sys
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from helpers import series
+
+
+def _notebook(folder, name: str, *code: str) -> None:
+    cells = [new_markdown_cell(f"# {name}"), new_code_cell("run_dir = '.'\nseconds = 0.0"), *map(new_code_cell, code)]
+    cells[1].metadata["tags"] = ["parameters"]
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(folder / f"{name}.ipynb"))
+
+
+@pytest.fixture
+def short_notebooks(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    # C-level writes to the kernel's stderr, as TensorFlow's and Triton's logs are
+    _notebook(folder, "01_quick", "import os, time\nos.write(2, b'oneDNN custom operations are on\\n')\n"
+                                  "time.sleep(seconds)\nprint('a result')")
+    _notebook(folder, "02_fails", "x = 1\nraise ValueError('boom: the knob had no stable setting')")
+    _notebook(folder, "03_after", "print('after')")
+    return folder
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def test_one_line_per_notebook_noise_in_the_log_failure_in_a_few_lines(short_notebooks, tmp_path, capfd):
+    run = tmp_path / "run"
+    with pytest.raises(series.SeriesFailed, match="02_fails"):
+        series.run_series(run, paths=sorted(short_notebooks.glob("*.ipynb")), stream=sys.stdout)
+    out, err = capfd.readouterr()
+    lines = _lines(out)
+    assert lines[0].startswith("01_quick") and lines[0].split()[1] == "ok"
+    assert lines[1].startswith("02_fails FAILED after")
+    assert lines[2] == "cell 4 of 4:"  # papermill's injected-parameters cell counts
+    assert lines[3:5] == ["| x = 1", "| raise ValueError('boom: the knob had no stable setting')"]
+    assert lines[5] == "ValueError: boom: the knob had no stable setting"
+    assert lines[6].startswith("full traceback: ") and str(run / "logs" / "series.log") in lines[6]
+    assert lines[7] == "03_after skipped (after 02_fails failed)"
+    table = lines[lines.index("notebook status      seconds recorded"):]
+    assert [row.split()[:2] for row in table[1:5]] == [["01_quick", "ok"], ["02_fails", "FAILED"],
+                                                       ["03_after", "skipped"], ["total", "1/3"]]
+    assert any(line.startswith("report: ") for line in lines) and any("./tutorial docs" in line for line in lines)
+    assert len(lines) <= 16, out
+    noise = "oneDNN custom operations"
+    assert noise not in out and noise not in err and "running over TCP" not in out + err
+    assert noise in (run / "logs" / "series.log").read_text()  # kept, where a reader can look it up
+    assert "| 03_after | skipped |" in (run / "report.md").read_text()
+
+
+def test_a_profile_may_run_the_rest_after_a_failure(short_notebooks, tmp_path, monkeypatch, capfd):
+    profiles = tmp_path / "profiles.yml"
+    profiles.write_text("keepgoing:\n  on_failure: continue\n  all: {seconds: 0.1}\n")
+    monkeypatch.setattr(series, "PROFILES_FILE", profiles)
+    with pytest.raises(series.SeriesFailed):
+        series.run_series(tmp_path / "run", "keepgoing", paths=sorted(short_notebooks.glob("*.ipynb")),
+                          stream=sys.stdout)
+    lines = _lines(capfd.readouterr().out)
+    assert next(line for line in lines if line.startswith("03_after")).split()[1] == "ok"
+
+
+def test_expected_times_come_from_the_profiles_recorded_runs(tmp_path, monkeypatch):
+    (tmp_path / "rec").mkdir()
+    (tmp_path / "rec" / "report.md").write_text("| notebook | status | seconds |\n|---|---|---|\n"
+                                                "| 01_quick | ok | 7 |\n| 02_fails | FAILED | 3 |\n")
+    profiles = tmp_path / "profiles.yml"
+    profiles.write_text(f"p:\n  recorded: [{tmp_path / 'rec'}]\nq:\n  on_failure: sometimes\n")
+    monkeypatch.setattr(series, "PROFILES_FILE", profiles)
+    assert series.recorded_seconds("p") == {"01_quick": 7.0}  # a failed row sets no expectation
+    with pytest.raises(ValueError, match="on_failure must be 'stop' or 'continue'; got 'sometimes'"):
+        series.on_failure("q")
+
+
+def test_every_profile_names_recorded_runs_that_exist():
+    for profile in ("ci", "gpu-local"):
+        times = series.recorded_seconds(profile)
+        assert times and set(times) <= {nb.stem for nb in series.notebooks()}, profile
