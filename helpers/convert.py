@@ -41,18 +41,20 @@ def trtexec_args(onnx_file: str, engine_file: str, input_name: str, dims: Sequen
 
 
 def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG,
-                          gpu: int | str | None = 0) -> list[str]:
-    """`docker run` of a command in the NGC TensorRT container with `host_dir` mounted at CONTAINER_DIR."""
+                          gpu: int | str | None = "series") -> list[str]:
+    """`docker run` of a command in the NGC TensorRT container with `host_dir` mounted at CONTAINER_DIR, on `gpu`
+    (default the series' GPU, ngc.series_gpu), with Docker's init so that a Ctrl-C reaches trtexec."""
     return ngc.docker_run(ngc.image("tensorrt", tag), list(args), volumes={host_dir: CONTAINER_DIR},
-                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), as_user=True)
+                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), as_user=True, init=True)
 
 
 def tensorrt_version_in_image(tag: str = ngc.NGC_TAG) -> str:
     """The TensorRT version inside the NGC TensorRT image, read from its own Python package (pulls the image first)."""
     image = ngc.image("tensorrt", tag)
     ngc.ensure_image(image)
-    args = ngc.docker_run(image, ["python3", "-c", "import tensorrt; print(tensorrt.__version__)"], gpus=None)
-    out = subprocess.run(args, capture_output=True, text=True)
+    args = ngc.docker_run(image, ["python3", "-c", "import tensorrt; print(tensorrt.__version__)"], gpus=None,
+                          init=True)
+    out = ngc.run_container(args, capture=True)
     found = re.search(r"^(\d+\.\d+(\.\d+)*)", out.stdout.strip(), re.M)
     if out.returncode != 0 or not found:
         raise RuntimeError(f"could not read TensorRT's version from {image} (exit {out.returncode}): "
@@ -81,16 +83,17 @@ print("wrote", sys.argv[2])
 
 
 def inspect_engine_command(engine_file: str, output_json: str, host_dir: str | Path, tag: str = ngc.NGC_TAG,
-                           gpu: int | str | None = 0) -> list[str]:
+                           gpu: int | str | None = "series") -> list[str]:
     """`docker run` that writes the engine's I/O and profile as JSON (needs inspect_engine.py in host_dir)."""
     return in_tensorrt_container(["python3", "inspect_engine.py", engine_file, output_json], host_dir, tag, gpu)
 
 
 def in_pytorch_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG,
-                         gpu: int | str | None = 0) -> list[str]:
+                         gpu: int | str | None = "series") -> list[str]:
     """`docker run` of a command in the NGC PyTorch container (it ships torch-tensorrt) with `host_dir` mounted."""
     return ngc.docker_run(ngc.image("pytorch", tag), list(args), volumes={host_dir: CONTAINER_DIR},
-                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), as_user=True, extra=["--ipc=host"])
+                          workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), as_user=True, init=True,
+                          extra=["--ipc=host"])
 
 
 def engine_outputs_args(engine_file: str, input_name: str, input_file: str, shape: Sequence[int],
@@ -113,13 +116,16 @@ def read_trtexec_outputs(path: str | Path) -> dict[str, np.ndarray]:
 
 def run_checked(args: Sequence[str], log_file: str | Path) -> None:
     """Run a container command (its image pulled first, with progress), its output to `log_file`; raise with the
-    log's tail when it fails."""
-    if list(args[:2]) == ["docker", "run"]:
+    log's tail when it fails. A `docker run` runs named, and a Ctrl-C or an error removes its container
+    (ngc.run_container), so an interrupted trtexec cannot write model.plan after the notebook moved on."""
+    container = list(args[:2]) == ["docker", "run"]
+    if container:
         ngc.ensure_image(ngc.image_of(args))
     log_file = Path(log_file)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "w") as log:
-        code = subprocess.run(list(args), stdout=log, stderr=subprocess.STDOUT).returncode
+        run = ngc.run_container if container else subprocess.run
+        code = run(list(args), stdout=log, stderr=subprocess.STDOUT).returncode
     if code != 0:
         tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-20:])
         raise RuntimeError(f"command failed with exit code {code}: {ngc.as_shell(args)}\n{tail}")

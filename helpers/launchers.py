@@ -1,15 +1,14 @@
 """The two ways the series starts Triton, behind one interface: the NGC container (docker) and a local binary."""
 from __future__ import annotations
 
-import os
+import json
 import socket
-import shlex
-import sys
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol
 
 from . import ngc
+from .repository import ConfigError, read_config
 from .runtime import RuntimeChoice
 from .pyenv import environment_problem
 from .standin import Served, prepare_served_repository
@@ -55,8 +54,8 @@ class Launcher(Protocol):
 
 
 class DockerLauncher:
-    """`docker run` of the NGC tritonserver image, the repository mounted at /models, on the host's network with
-    every endpoint bound to 127.0.0.1 (no docker-proxy between a client on this host and the server)."""
+    """`docker run` of the NGC tritonserver image, the repository mounted read-only at /models, on the host's network
+    with every endpoint bound to 127.0.0.1 (no docker-proxy between a client on this host and the server)."""
 
     name = "docker"
 
@@ -77,13 +76,17 @@ class DockerLauncher:
              f"--grpc-address={server.host}", f"--grpc-port={server.grpc_port}",
              f"--metrics-address={server.host}", f"--metrics-port={server.metrics_port}",
              "--exit-on-error=false", "--exit-timeout-secs=10", *flags],
-            volumes={server.repository: "/models"}, network="host", gpus=server.gpus, name=server.container_name,
+            volumes={server.repository: "/models:ro"}, network="host", gpus=server.gpus, name=server.container_name,
+            init=True,  # Docker's init as PID 1: it passes signals on and reaps the backend stubs
             extra=["--ipc=host"])  # shares /dev/shm with clients on this host (system shared memory)
 
     def prepare(self, server) -> tuple[list[Served], dict[str, str]]:
         return [Served(name, "native", "NGC container") for name in server.model_names()], {}
 
     def before_start(self, server) -> None:
+        stale = stale_engines(server.repository, server.model_names(), server.tag)
+        if stale:  # before the pull: a 15 GB download is no way to learn that an engine cannot load
+            raise RuntimeError("; ".join(stale))
         leftovers = [n for n in containers() if n.startswith(CONTAINER_PREFIX)]
         if server.container_name in leftovers:
             raise RuntimeError(f"a container named {server.container_name} already exists (left by an interrupted "
@@ -96,7 +99,51 @@ class DockerLauncher:
         return ["docker", "rm", "-f", server.container_name]
 
 
-CONTAINER_PREFIX = "triton-tutorials-"
+CONTAINER_PREFIX = ngc.CONTAINER_PREFIX
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """major.minor.patch of a TensorRT version ("10.0.1.6" -> (10, 0, 1)): what an engine must match to load."""
+    return tuple(int(p) for p in str(version).split(".")[:3] if p.isdigit())
+
+
+def stale_engines(repository: str | Path, models: Sequence[str], tag: str) -> list[str]:
+    """Why TensorRT engines among `models` cannot load in NGC `tag`'s server, one line per engine: the TensorRT that
+    built each one (its engine.json, which convert.INSPECT_ENGINE_SCRIPT wrote and repository.add_model copied beside
+    model.plan) against the TensorRT of `tag` (ngc.tensorrt_version); an engine loads only in the version that built
+    it. What cannot be checked (no engine.json, a tag without a recorded version) is printed, not refused."""
+    expected = ngc.tensorrt_version(tag)
+    problems = []
+    for name in models:
+        folder = Path(repository) / name
+        try:
+            config = read_config(folder)
+        except ConfigError:
+            continue  # the preflight check names it; nothing to say about an engine here
+        if config.platform != "tensorrt_plan" and config.backend != "tensorrt":
+            continue
+        versions = sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+        described = versions[-1] / "engine.json" if versions else folder / "engine.json"
+        try:
+            built = json.loads(described.read_text()).get("tensorrt") if described.exists() else None
+        except (json.JSONDecodeError, AttributeError) as exc:
+            problems.append(f"model '{name}': {described} should be the engine's description as JSON "
+                            f"(convert.INSPECT_ENGINE_SCRIPT writes it); it cannot be read: {exc}")
+            continue
+        if not built:
+            print(f"note: model '{name}': no engine.json with its TensorRT version beside the engine "
+                  f"({described}), so whether NGC {tag} can load it is not checked")
+        elif expected is None:
+            print(f"note: model '{name}': built by TensorRT {built}; the TensorRT of NGC {tag} is not recorded in "
+                  "helpers/ngc.py, so whether it can load the engine is not checked")
+        elif _release(built) != _release(expected):
+            builders = [t for t, v in ngc.TENSORRT_IN_RELEASE.items() if _release(v) == _release(built)]
+            problems.append(
+                f"model '{name}': its engine was built by TensorRT {built} ({described}), but the NGC {tag} server "
+                f"links TensorRT {expected}, and an engine loads only in the TensorRT version that built it: rebuild "
+                f"it with ngc_tag='{tag}' (notebook 03 or 12)"
+                + (f", or serve it with ngc_tag='{builders[-1]}', the release that built it" if builders else ""))
+    return problems
 
 
 def containers() -> list[str]:
@@ -150,9 +197,4 @@ def launcher_for(runtime: RuntimeChoice) -> Launcher:
 
 def guarded(command: list[str], cleanup: list[str]) -> list[str]:
     """`command` run under helpers/reaper.py, which stops its whole process group when this process dies."""
-    reaper = [sys.executable, str(Path(__file__).with_name("reaper.py")), "--parent", str(os.getpid())]
-    if cleanup:
-        reaper += ["--on-exit", shlex.join(cleanup)]
-    return [*reaper, "--", *command]
-
-
+    return ngc.guarded(command, cleanup)

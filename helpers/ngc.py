@@ -1,34 +1,71 @@
 """NGC container images and the `docker run` argument lists the series uses, all from one release tag."""
 from __future__ import annotations
 
+import json
 import os
 import re
+import secrets
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # One release tag for every NGC container: the Triton server, its SDK image, TensorRT and PyTorch.
 # An engine built by one TensorRT version only loads in the same version, so they must move together.
 NGC_TAG = "24.05"
 
-# TensorRT inside NGC releases, from NVIDIA's support matrix; for display only. Before a build, the notebooks read
+
+@dataclass(frozen=True)
+class ReleasePolicy:
+    """What one NGC release asks of the GPU and its driver, and the TensorRT it ships, from NVIDIA's notes."""
+
+    min_compute: tuple[int, int]  # the oldest compute capability the series' steps run on with this release
+    min_driver: int               # the driver branch the release's CUDA needs on any GPU
+    # data-center GPUs may also use these older branches (CUDA forward compatibility): branch -> its oldest driver
+    datacenter_branches: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    tensorrt: str | None = None   # for display and the stale-engine check; builds read it from the image itself
+    source: str = ""
+
+
+_NOTES = "https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-{}.html"
+_CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+_TRT_10_1_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt/archives/tensorrt-1010/support-matrix/index.html"
+_CUDA12_BRANCHES = {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 23)}
+
+# Per release, from the Triton container release notes ("Driver Requirements", "GPU Requirements"), read 2026-12:
+# 24.05 (_NOTES.format("24-05")): CUDA 12.4, driver 545+, or on a data-center GPU 470.57+ (R470), 525.85+ (R525),
+#   535.86+ (R535), 545.23+ (R545); the server supports compute capability 6.0+, but the series builds with TensorRT
+#   10, "compiled to support all NVIDIA hardware with capability SM 7.0 or higher" (_TRT_10_1_MATRIX), so a Pascal
+#   GPU (P100, P4, P40) would pass the server's floor and fail in trtexec: the floor here is 7.0.
+# 24.10 (_NOTES.format("24-10")): CUDA 12.6.2, driver 560+, the same four data-center branches; 6.0+ (7.0, as above).
+# 25.01 (_NOTES.format("25-01")): CUDA 12.8.0, driver 560+ (the notes' number; the branches are the same four),
+#   compute capability 7.5+ (Turing and newer: a V100 is refused). TensorRT 10.8.0.43 (Triton's compatibility matrix).
+# 26.02 (_NOTES.format("26-02")): CUDA 13.1.1, compute capability 7.5+. Its notes say "driver 575 or later" and list
+#   the CUDA 12 data-center branches again, but CUDA 13.x needs driver >= 580 (_CUDA_COMPAT, "CUDA 13.x >= 580"), and
+#   no R470-R545 branch runs CUDA 13: the policy takes 580 and no older branch. Its TensorRT version is not in the
+#   release notes this series could read, so it is left unrecorded (notebooks read it from the image before a build).
+# 22.11: carried over from the series' first table (driver 520, TensorRT 8.5.1), not re-read.
+RELEASE_POLICY = {
+    "22.11": ReleasePolicy((6, 0), 520, {}, "8.5.1", "series' first table"),
+    "24.05": ReleasePolicy((7, 0), 545, _CUDA12_BRANCHES, "10.0.1", _NOTES.format("24-05")),
+    "24.10": ReleasePolicy((7, 0), 560, _CUDA12_BRANCHES, "10.5.0", _NOTES.format("24-10")),
+    "25.01": ReleasePolicy((7, 5), 560, _CUDA12_BRANCHES, "10.8.0", _NOTES.format("25-01")),
+    "26.02": ReleasePolicy((7, 5), 580, {}, None, f"{_NOTES.format('26-02')} and {_CUDA_COMPAT}"),
+}
+
+# TensorRT inside NGC releases; for display and the stale-engine check only. Before a build, the notebooks read
 # the version from the image itself (convert.tensorrt_version_in_image), so a tag missing here is no guess.
-TENSORRT_IN_RELEASE = {"22.11": "8.5.1", "24.05": "10.0.1", "24.10": "10.5.0", "25.01": "10.8.0"}
+TENSORRT_IN_RELEASE = {tag: p.tensorrt for tag, p in RELEASE_POLICY.items() if p.tensorrt}
 
 # Oldest NGC release whose CUDA supports a compute capability major version (Blackwell: 10.x, 12.x).
 FIRST_RELEASE_FOR_CC_MAJOR = {10: "25.01", 12: "25.01"}
-# Driver a release's CUDA needs on any GPU (NVIDIA's release notes for each container).
-MIN_DRIVER = {"22.11": 520, "24.05": 545, "24.10": 560, "25.01": 570}
-# Data-center GPUs may also run a release on older long-term driver branches (CUDA forward compatibility), from the
-# same release notes: branch -> the oldest driver of that branch. 24.05: "470.57 (or later R470), 525.85 (or later
-# R525), 535.86 (or later R535), or 545.23 (or later R545)".
-DATACENTER_BRANCHES = {
-    "24.05": {470: (470, 57), 525: (525, 85), 535: (535, 86)},
-    "24.10": {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 23)},
-    "25.01": {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 23), 550: (550, 54), 560: (560, 35)},
-}
+# Driver a release's CUDA needs on any GPU, and the long-term branches a data-center GPU may use instead.
+MIN_DRIVER = {tag: p.min_driver for tag, p in RELEASE_POLICY.items()}
+DATACENTER_BRANCHES = {tag: dict(p.datacenter_branches) for tag, p in RELEASE_POLICY.items() if p.datacenter_branches}
 # Data-center GPUs by name (nvidia-smi's): the forward-compatibility branches do not apply to GeForce/RTX workstation.
 _DATACENTER = re.compile(r"\b(A2|A10G?|A16|A30|A40|A100|A800|H20|H100|H200|H800|GH200|B100|B200|GB200|L4|L20|L40S?|"
                          r"T4|V100|P100|P40|P4)\b|Tesla")
@@ -78,18 +115,40 @@ def tensorrt_version(tag: str = NGC_TAG) -> str | None:
 
 
 # One GPU by default: with `--gpus all`, an instance group of count N places N instances on *every* GPU, and an
-# engine built on one GPU model may not load on another. Pick another with the notebooks' `gpu` parameter.
-DEFAULT_GPUS = "device=0"
+# engine built on one GPU model may not load on another. The whole series uses one GPU, $TUTORIAL_GPU (an index such
+# as 1, or `all`; default 0), read here only; a notebook's `gpu` parameter may still name another.
+GPU_VARIABLE = "TUTORIAL_GPU"
+DEFAULT_GPU = 0
+
+
+def series_gpu(gpu: int | str | None = "series") -> int | str | None:
+    """The GPU to use: `gpu` itself (an index, 'all', or None for no GPU), or for "series" the one GPU set for the
+    whole series ($TUTORIAL_GPU, default 0)."""
+    if gpu == "series":
+        value = os.environ.get(GPU_VARIABLE, "").strip()
+        if not value:
+            return DEFAULT_GPU
+        if value != "all" and not value.isdigit():
+            raise ValueError(f"${GPU_VARIABLE} must be a GPU index like 0 or 1, or 'all'; got {value!r}")
+        return value if value == "all" else int(value)
+    return gpu
+
+
+def series_gpu_source() -> str:
+    """Where series_gpu("series") comes from, in words."""
+    value = os.environ.get(GPU_VARIABLE, "").strip()
+    return f"${GPU_VARIABLE}={value}" if value else f"the series' default (GPU {DEFAULT_GPU}; set ${GPU_VARIABLE})"
 
 
 def gpus_flag(gpu: int | str | None) -> str | None:
-    """`--gpus` value for one GPU index (0, 1, ...), `all`, or None for no GPU."""
+    """`--gpus` value for one GPU index (0, 1, ...), `all`, "series" (the series' GPU), or None for no GPU."""
+    gpu = series_gpu(gpu) if gpu == "series" else gpu
     if gpu is None:
         return None
     if str(gpu) == "all":
         return "all"
     if not str(gpu).isdigit():
-        raise ValueError(f"gpu must be a GPU index like 0, 'all', or None; got {gpu!r}")
+        raise ValueError(f"gpu must be a GPU index like 0, 'all', 'series' or None; got {gpu!r}")
     return f"device={gpu}"
 
 
@@ -101,40 +160,113 @@ def _driver(version: str) -> tuple[int, int]:
 def driver_problem(tag: str, name: str, driver: str) -> str | None:
     """Why `driver` cannot run NGC `tag` on the GPU `name`, or None: the release's minimum, or on a data-center GPU
     one of the long-term branches NVIDIA lists for it."""
-    need = MIN_DRIVER.get(tag)
-    if not need or not driver[:1].isdigit():
+    policy = RELEASE_POLICY.get(tag)
+    if policy is None or not driver[:1].isdigit():
         return None
+    need, branches = policy.min_driver, dict(policy.datacenter_branches)
     have = _driver(driver)
     if have[0] >= need:
         return None
-    branch = DATACENTER_BRANCHES.get(tag, {}).get(have[0])
+    branch = branches.get(have[0])
     if _DATACENTER.search(name) and branch:
         if have >= branch:
             return None
         return (f"driver {driver} is older than {branch[0]}.{branch[1]}, the oldest of the R{branch[0]} branch NGC "
                 f"{tag} accepts on a data-center GPU")
-    allowed = ", ".join(f"{b[0]}.{b[1]}+ (R{k})" for k, b in DATACENTER_BRANCHES.get(tag, {}).items())
+    allowed = ", ".join(f"{b[0]}.{b[1]}+ (R{k})" for k, b in branches.items())
     return (f"driver {driver} is older than the {need} that NGC {tag}'s CUDA needs"
             + (f" (data-center GPUs may use {allowed}; {name} is not one)" if allowed else ""))
 
 
-def gpu_problems(tag: str, gpus: Sequence[Mapping[str, str]], gpu: int | str | None = 0) -> list[str]:
-    """Why the NGC release `tag` cannot use the GPU the series will use (`gpu`: an index, 'all', or None for every
-    GPU listed), by compute capability and driver; [] when nothing is known against it. `gpus` as
+def _compute(cc: str) -> tuple[int, int] | None:
+    found = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", cc or "")
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def gpu_problems(tag: str, gpus: Sequence[Mapping[str, str]], gpu: int | str | None = "series") -> list[str]:
+    """Why the NGC release `tag` cannot use the GPU the series will use (`gpu`: an index, 'all', "series", or None
+    for every GPU listed), by compute capability and driver; [] when nothing is known against it. `gpus` as
     runtime.gpu_properties() gives them."""
+    gpu = series_gpu(gpu) if gpu == "series" else gpu
     chosen = [g for g in gpus if gpu in (None, "all") or str(g.get("index")) == str(gpu)]
+    policy = RELEASE_POLICY.get(check_tag(tag))
     problems = []
     for g in chosen:
-        cc = g.get("compute_cap", "")
-        major = int(cc.split(".")[0]) if cc[:1].isdigit() else 0
-        first = FIRST_RELEASE_FOR_CC_MAJOR.get(major)
-        if first and check_tag(tag) < first:
-            problems.append(f"GPU {g.get('index', '?')} ({g.get('name', '?')}) has compute capability {cc}, "
-                            f"which NGC {tag} does not support; use ngc_tag='{first}' or newer")
+        cc, label = g.get("compute_cap", ""), f"GPU {g.get('index', '?')} ({g.get('name', '?')})"
+        have = _compute(cc)
+        first = FIRST_RELEASE_FOR_CC_MAJOR.get(have[0]) if have else None
+        if first and tag < first:
+            problems.append(f"{label} has compute capability {cc}, which NGC {tag} does not support; use "
+                            f"ngc_tag='{first}' or newer")
+        elif have and policy and have < policy.min_compute:
+            floor = ".".join(map(str, policy.min_compute))
+            newest_ok = [t for t, p in sorted(RELEASE_POLICY.items()) if have >= p.min_compute]
+            problems.append(f"{label} has compute capability {cc}; NGC {tag} needs {floor} or newer"
+                            + (f" (ngc_tag='{newest_ok[-1]}' is the newest release the series knows for it)"
+                               if newest_ok else ""))
         problem = driver_problem(tag, g.get("name", ""), g.get("driver", ""))
         if problem:
-            problems.append(f"GPU {g.get('index', '?')} ({g.get('name', '?')}): {problem}")
+            problems.append(f"{label}: {problem}")
     return problems
+
+
+@dataclass(frozen=True)
+class DockerInfo:
+    """What `docker info` said: the engine's fields, or why no engine answered (`error`)."""
+
+    fields: Mapping[str, object] = field(default_factory=dict)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether an engine answered."""
+        return not self.error
+
+    @property
+    def security_options(self) -> list[str]:
+        """The engine's SecurityOptions (`name=seccomp,profile=builtin`, `name=selinux`, `name=rootless`, ...)."""
+        return [str(option) for option in self.fields.get("SecurityOptions") or []]
+
+    @property
+    def selinux(self) -> bool:
+        """Whether the engine enforces SELinux labels (bind mounts then need `:z`)."""
+        return any(o.split(",")[0] == "name=selinux" for o in self.security_options)
+
+    @property
+    def rootless(self) -> bool:
+        """Whether the engine runs rootless (its `--network host` and `--user` are not the host's)."""
+        return any(o.split(",")[0] == "name=rootless" for o in self.security_options)
+
+
+_DOCKER_INFO: dict[tuple[tuple[str, str], ...], DockerInfo] = {}
+
+
+def docker_info() -> DockerInfo:
+    """`docker info`, read once per environment (the same PATH, DOCKER_HOST and context give the same engine); an
+    engine that refuses is asked again next time, since it may have been started in between (one that does not
+    answer within 15 s is not: every command the helpers build would wait for it again)."""
+    key = tuple(sorted(os.environ.items()))
+    if key in _DOCKER_INFO:
+        return _DOCKER_INFO[key]
+    if not shutil.which("docker"):
+        return DockerInfo(error="docker CLI not found")
+    try:
+        out = subprocess.run(["docker", "info", "--format", "{{json .}}"], capture_output=True, text=True, timeout=15)
+    except subprocess.TimeoutExpired as exc:
+        _DOCKER_INFO[key] = DockerInfo(error=f"TimeoutExpired: {exc}")
+        return _DOCKER_INFO[key]
+    except OSError as exc:
+        return DockerInfo(error=f"{type(exc).__name__}: {exc}")
+    try:
+        fields = json.loads(out.stdout) if out.stdout.strip().startswith("{") else {}
+    except json.JSONDecodeError:
+        fields = {}
+    errors = [str(e) for e in fields.get("ServerErrors") or []]
+    if out.returncode != 0 or errors or not fields:
+        text = "; ".join(errors) or out.stderr.strip() or out.stdout.strip()
+        return DockerInfo(fields, (text.splitlines() or [f"exit code {out.returncode}, no output"])[0])
+    _DOCKER_INFO[key] = DockerInfo(fields)
+    return _DOCKER_INFO[key]
 
 
 def docker_run(
@@ -144,22 +276,30 @@ def docker_run(
     volumes: Mapping[str | Path, str] | None = None,
     ports: Mapping[int, int] | None = None,
     host: str = "127.0.0.1",
-    gpus: str | None = DEFAULT_GPUS,
+    gpus: str | None = "series",
     name: str | None = None,
     network: str | None = None,
     workdir: str | None = None,
     interactive: bool = False,
     as_user: bool = False,
+    init: bool = False,
+    selinux: bool | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """Argument list for `docker run --rm`: absolute volume paths, ports published on `host` only; with as_user, the
-    container runs as the calling user (files it writes into the mounts are the user's, and an NFS home with
-    root_squash stays writable), with HOME in /tmp since that user has no home in the image."""
+    """Argument list for `docker run --rm`: absolute volume paths (a target may end in `:ro`), ports published on
+    `host` only; `gpus` a --gpus value, "series" for the series' GPU (series_gpu), None for none; with init, Docker's
+    init is PID 1 and passes signals on (a tool such as trtexec as PID 1 ignores SIGINT and SIGTERM); with as_user,
+    the container runs as the calling user (files it writes into the mounts are the user's, and an NFS home with
+    root_squash stays writable), with HOME in /tmp since that user has no home in the image. Under SELinux (selinux,
+    or None: ask docker_info) every mount gets `:z`, or the container cannot read it."""
     args = ["docker", "run", "--rm"]
+    if init:
+        args.append("--init")
     if interactive:
         args.append("-it")
     if name:
         args += ["--name", name]
+    gpus = gpus_flag("series") if gpus == "series" else gpus
     if gpus:
         args += ["--gpus", f'"{gpus}"' if gpus.startswith("device=") and "," in gpus else gpus]
     if network:
@@ -169,13 +309,22 @@ def docker_run(
     for host_port, container_port in (ports or {}).items():
         published = f"{host}:{host_port}" if host else str(host_port)
         args += ["-p", f"{published}:{container_port}"]
+    if volumes and selinux is None:
+        selinux = docker_info().selinux
     for src, dst in (volumes or {}).items():
         src_path = Path(src).expanduser().resolve()
         if not src_path.exists():
             raise FileNotFoundError(f"volume source must exist on the host; {src_path} does not")
-        if not dst.startswith("/"):
+        target, _, mode = dst.partition(":")
+        if not target.startswith("/"):
             raise ValueError(f"volume target must be an absolute path in the container; got {dst!r}")
-        args += ["-v", f"{src_path}:{dst}"]
+        modes = [m for m in mode.split(",") if m]
+        unknown = [m for m in modes if m not in ("ro", "rw", "z", "Z")]
+        if unknown:
+            raise ValueError(f"volume mode must be ro, rw, z or Z; got {mode!r} in {dst!r}")
+        if selinux and not {"z", "Z"} & set(modes):
+            modes.append("z")
+        args += ["-v", f"{src_path}:{target}" + (f":{','.join(modes)}" if modes else "")]
     if workdir:
         args += ["-w", workdir]
     args += list(extra)
@@ -189,7 +338,8 @@ def as_shell(args: Sequence[str]) -> str:
     return shlex.join([str(a) for a in args])
 
 
-_OPTIONS_WITH_VALUE = {"--name", "--gpus", "--network", "--user", "-p", "-v", "-w", "-e", "--shm-size", "--ulimit"}
+_OPTIONS_WITH_VALUE = {"--name", "--gpus", "--network", "--user", "-p", "-v", "-w", "-e", "--shm-size", "--ulimit",
+                       "--ipc", "--pid"}
 
 
 def image_of(args: Sequence[str]) -> str:
@@ -208,6 +358,93 @@ def image_of(args: Sequence[str]) -> str:
 def image_present(image_name: str) -> bool:
     """Whether the Docker engine already has the image (`docker image inspect`)."""
     return subprocess.run(["docker", "image", "inspect", image_name], capture_output=True).returncode == 0
+
+
+CONTAINER_PREFIX = "triton-tutorials-"  # every container the series starts: `docker ps -a` finds leftovers by it
+
+
+def name_of(args: Sequence[str]) -> str | None:
+    """The --name of a `docker run` argument list, or None."""
+    image = image_of(args)
+    options = list(args)[2:list(args).index(image)]
+    for i, arg in enumerate(options):
+        if arg == "--name" and i + 1 < len(options):
+            return options[i + 1]
+        if arg.startswith("--name="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def named(args: Sequence[str]) -> tuple[list[str], str]:
+    """`args` (a `docker run`) and its container's name: the --name it has, else a new one of this process
+    (triton-tutorials-<image>-<pid>-<random>) inserted after `docker run`, so that it can be removed by name."""
+    name = name_of(args)
+    if name:
+        return list(args), name
+    kind = re.sub(r"[^a-zA-Z0-9_.-]", "-", image_of(args).rsplit("/", 1)[-1].split(":")[0])
+    name = f"{CONTAINER_PREFIX}{kind}-{os.getpid()}-{secrets.token_hex(3)}"
+    return [*list(args)[:2], "--name", name, *list(args)[2:]], name
+
+
+def guarded(command: Sequence[str], cleanup: Sequence[str] = (), grace: float | None = None) -> list[str]:
+    """`command` run under helpers/reaper.py, which stops its whole process group when this process dies and then
+    runs `cleanup` (e.g. `docker rm -f NAME`, for a container the Docker daemon would keep)."""
+    reaper = [sys.executable, str(Path(__file__).with_name("reaper.py")), "--parent", str(os.getpid())]
+    if grace is not None:
+        reaper += ["--grace", str(grace)]
+    if cleanup:
+        reaper += ["--on-exit", shlex.join(cleanup)]
+    return [*reaper, "--", *command]
+
+
+def start_container(args: Sequence[str], **popen) -> tuple[subprocess.Popen, str]:
+    """Start a one-shot `docker run` (named if it is not) under the reaper, in its own session; returns the process
+    and the container's name. A dead kernel leaves the reaper, which stops the CLI and runs `docker rm -f NAME`."""
+    if list(args[:2]) != ["docker", "run"]:
+        raise ValueError(f"expected a `docker run ...` argument list; got {as_shell(list(args)[:3])} ...")
+    args, name = named(args)
+    proc = subprocess.Popen(guarded(args, ["docker", "rm", "-f", name], grace=5), start_new_session=True, **popen)
+    return proc, name
+
+
+def stop_container(proc: subprocess.Popen, name: str, grace: float = 10.0) -> None:
+    """Stop what start_container started: SIGINT to the docker CLI first (it passes it to the container, whose init
+    passes it to the tool), SIGKILL to the CLI after `grace` seconds, then `docker rm -f NAME` whatever happened
+    (a killed CLI leaves its container running). Safe to call when the container has ended already."""
+    try:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGINT)  # the reaper ignores it, the CLI in its group gets it
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:  # ended between poll() and killpg()
+                pass
+    finally:
+        try:
+            if proc.poll() is None:
+                proc.wait(5)
+        finally:
+            subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
+
+
+def run_container(args: Sequence[str], *, capture: bool = False, grace: float = 10.0,
+                  **popen) -> subprocess.CompletedProcess:
+    """Run a one-shot `docker run` to its end, as subprocess.run would (`capture`: its output as text), and leave no
+    container behind: on Ctrl-C or any exception the CLI gets SIGINT, then `docker rm -f NAME` runs (stop_container);
+    a dead kernel leaves it to the reaper. The result's args are the command as run (with its --name)."""
+    if capture:
+        popen.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, name = start_container(args, **popen)
+    finished = False
+    try:
+        out, err = proc.communicate()
+        finished = True
+    finally:
+        if not finished:
+            stop_container(proc, name, grace)
+    as_run = proc.args[proc.args.index("--") + 1:]
+    return subprocess.CompletedProcess(as_run, proc.returncode, out, err)
 
 
 def ensure_image(image_name: str) -> None:

@@ -9,6 +9,8 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import ngc
+
 RUNTIMES = ("auto", "docker", "local")
 
 
@@ -31,17 +33,30 @@ def nvidia_gpu() -> tuple[bool, str]:
 
 
 def docker_engine() -> tuple[bool, str]:
-    """Whether a Docker engine answers (`docker info`), with its version or the reason it does not."""
+    """Whether a Docker engine answers (`docker info`, read once: ngc.docker_info), with its version or the reason
+    it does not."""
     if not shutil.which("docker"):
         return False, "docker CLI not found"
-    ok, line = _ok(["docker", "info", "--format", "{{.ServerVersion}}"])
-    return ok, (f"engine {line}" if ok else f"docker CLI present but no engine answers ({line})")
+    info = ngc.docker_info()
+    if not info.ok:
+        return False, f"docker CLI present but no engine answers ({info.error})"
+    return True, f"engine {info.fields.get('ServerVersion', '?')}"
+
+
+def docker_rootless() -> tuple[bool, str]:
+    """Whether the Docker engine runs rootless, with what that breaks for the series (ngc.docker_info)."""
+    info = ngc.docker_info()
+    if not info.rootless:
+        return False, "not rootless"
+    return True, ("the Docker engine runs rootless (`docker info` lists name=rootless): its `--network host` is the "
+                  "rootless daemon's network namespace, not this host's, so clients here cannot reach the server on "
+                  "127.0.0.1, and `--user` maps to a subordinate uid; use a rootful engine for the docker path")
 
 
 def container_toolkit() -> tuple[bool, str]:
     """Whether Docker can give containers a GPU (the NVIDIA Container Toolkit), or why not."""
-    ok, line = _ok(["docker", "info", "--format", "{{json .Runtimes}}"])
-    if ok and "nvidia" in line:
+    info = ngc.docker_info()
+    if info.ok and "nvidia" in (info.fields.get("Runtimes") or {}):
         return True, "NVIDIA Container Toolkit (nvidia runtime registered)"
     hook = shutil.which("nvidia-container-runtime-hook") or shutil.which("nvidia-ctk")
     if hook:
@@ -154,18 +169,20 @@ class RuntimeChoice:
         return f"runtime: {self.name} ({self.reason})"
 
 
-def choose_runtime(requested: str = "auto", tag: str | None = None, gpu: int | str | None = 0) -> RuntimeChoice:
-    """Resolve `auto`/`docker`/`local`: docker where Docker, the NVIDIA Container Toolkit and the GPU the series will
-    use (`gpu`, an index or 'all') suit the NGC release `tag`, else local (each reason printed)."""
-    from . import ngc
-
+def choose_runtime(requested: str = "auto", tag: str | None = None, gpu: int | str | None = "series") -> RuntimeChoice:
+    """Resolve `auto`/`docker`/`local`: docker where a rootful Docker, the NVIDIA Container Toolkit and the GPU the
+    series will use (`gpu`, an index, 'all' or "series": ngc.series_gpu) suit the NGC release `tag`, else local (each
+    reason printed)."""
     if requested not in RUNTIMES:
         raise ValueError(f"runtime must be one of {RUNTIMES}; got {requested!r}")
     tag = tag or ngc.NGC_TAG
     docker_ok, docker_why = docker_engine() if requested != "local" else (False, "not asked for")
     gpu_ok, gpu_why = nvidia_gpu() if requested != "local" else (False, "not asked for")
     toolkit_ok, toolkit_why = container_toolkit() if docker_ok else (False, "no Docker engine")
+    rootless, rootless_why = docker_rootless() if docker_ok else (False, "no Docker engine")
     problems = ngc.gpu_problems(tag, gpu_properties(), gpu) if docker_ok and gpu_ok else []
+    if rootless:
+        problems = [rootless_why, *problems]
     if requested == "docker":
         if not docker_ok:
             raise RuntimeError(f"runtime='docker' needs a Docker engine; {docker_why}")
@@ -176,8 +193,9 @@ def choose_runtime(requested: str = "auto", tag: str | None = None, gpu: int | s
         return RuntimeChoice("docker", f"asked for; Docker {docker_why}; {toolkit_why}; GPU: {gpu_why}")
     if requested == "auto" and docker_ok and gpu_ok and toolkit_ok and not problems:
         return RuntimeChoice("docker", f"Docker {docker_why}, {toolkit_why} and GPU {gpu_why}")
-    if requested == "auto" and docker_ok and gpu_ok:
-        docker_why = f"{docker_why}, but " + ("; ".join(problems) if toolkit_ok else toolkit_why)
+    if requested == "auto" and docker_ok and (gpu_ok or rootless):
+        docker_why = f"{docker_why}, but " + "; ".join(problems if toolkit_ok else
+                                                        [toolkit_why, *([rootless_why] if rootless else [])])
     local = find_local_triton()
     if local is None:
         raise RuntimeError("no Triton server found: set TRITON_SERVER_BIN, put tritonserver on PATH, "

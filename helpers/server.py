@@ -91,7 +91,7 @@ class TritonServer:
                  models: Sequence[str] | None = None, tag: str = ngc.NGC_TAG, host: str = "127.0.0.1",
                  http_port: int | None = None, grpc_port: int | None = None, metrics_port: int | None = None,
                  poll_secs: int | None = 30, log_file: str | Path | None = None, startup_timeout: float = 180.0,
-                 gpu: int | str | None = 0, preflight: bool = True, quiet: bool = False):
+                 gpu: int | str | None = "series", preflight: bool = True, quiet: bool = False):
         self.repository = Path(model_repository).resolve()
         if not self.repository.is_dir():
             raise FileNotFoundError(f"model repository must be a folder; {self.repository} is not")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -26,8 +27,8 @@ def test_server_docker_command_serves_on_localhost_over_the_host_network(tmp_pat
     server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"), tag="24.05", http_port=8000,
                           grpc_port=8001, metrics_port=8002)
     assert server.command() == [
-        "docker", "run", "--rm", "--name", "triton-tutorials-8000", "--gpus", "device=0", "--network", "host",
-        "-v", f"{(tmp_path / 'models').resolve()}:/models", "--ipc=host",
+        "docker", "run", "--rm", "--init", "--name", "triton-tutorials-8000", "--gpus", "device=0", "--network", "host",
+        "-v", f"{(tmp_path / 'models').resolve()}:/models:ro", "--ipc=host",
         "nvcr.io/nvidia/tritonserver:24.05-py3",
         "tritonserver", "--model-repository=/models", "--http-address=127.0.0.1", "--http-port=8000",
         "--grpc-address=127.0.0.1", "--grpc-port=8001", "--metrics-address=127.0.0.1", "--metrics-port=8002",
@@ -82,9 +83,10 @@ def test_trtexec_keras_engine_command(tmp_path):
                     "--minShapes=input_1:1x224x224x3", "--optShapes=input_1:8x224x224x3",
                     "--maxShapes=input_1:32x224x224x3", "--fp16"]
     cmd = convert.in_tensorrt_container(args, tmp_path, "24.05")
-    assert cmd[:13] == ["docker", "run", "--rm", "--gpus", "device=0", "--user", f"{os.getuid()}:{os.getgid()}",
-                        "-e", "HOME=/tmp", "-v", f"{tmp_path.resolve()}:/workspace/models", "-w", "/workspace/models"]
-    assert cmd[13:15] == ["nvcr.io/nvidia/tensorrt:24.05-py3", "trtexec"]
+    assert cmd[:14] == ["docker", "run", "--rm", "--init", "--gpus", "device=0", "--user",
+                        f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp", "-v", f"{tmp_path.resolve()}:/workspace/models",
+                        "-w", "/workspace/models"]
+    assert cmd[14:16] == ["nvcr.io/nvidia/tensorrt:24.05-py3", "trtexec"]
 
 
 def test_tool_containers_run_as_the_calling_user(tmp_path):
@@ -171,7 +173,7 @@ def test_tensorrt_version_is_read_from_the_image(monkeypatch):
         return subprocess.CompletedProcess(args, 0, stdout="11.0.0.7\n", stderr="")
 
     monkeypatch.setattr(ngc, "ensure_image", lambda image: seen.append(["pull", image]))
-    monkeypatch.setattr(convert.subprocess, "run", fake_run)
+    monkeypatch.setattr(ngc, "run_container", fake_run)  # named, --init, removed on Ctrl-C (test_docker_path)
     version = convert.tensorrt_version_in_image("26.06")
     assert version == "11.0.0.7" and seen[0] == ["pull", "nvcr.io/nvidia/tensorrt:26.06-py3"]
     assert "import tensorrt; print(tensorrt.__version__)" in seen[1]
@@ -193,3 +195,149 @@ def test_engine_inspection_runs_in_the_tensorrt_container(tmp_path):
     assert ngc.image_of(cmd) == "nvcr.io/nvidia/tensorrt:24.05-py3"
     assert cmd[-4:] == ["python3", "inspect_engine.py", "model.plan", "engine.json"]
     assert cmd[cmd.index("--gpus") + 1] == "device=0"
+
+
+def test_the_repository_is_mounted_read_only_into_the_server(tmp_path):
+    """Issue 22, item 11: the server only reads its repository; it was mounted read-write."""
+    (tmp_path / "models").mkdir()
+    cmd = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test")).command()
+    assert cmd[cmd.index("-v") + 1] == f"{(tmp_path / 'models').resolve()}:/models:ro"
+    assert ngc.docker_run("img", volumes={tmp_path: "/x:ro"}, selinux=True)[-3:-1] == ["-v", f"{tmp_path.resolve()}:/x:ro,z"]
+    with pytest.raises(ValueError, match="volume mode must be ro, rw, z or Z; got 'rx'"):
+        ngc.docker_run("img", volumes={tmp_path: "/x:rx"}, selinux=False)
+
+
+@pytest.mark.parametrize("tag, gpu, words", [
+    ("25.01", {"name": "Tesla V100-SXM2-16GB", "compute_cap": "7.0", "driver": "570.86"}, "needs 7.5 or newer"),
+    ("24.05", {"name": "Tesla P100-PCIE-16GB", "compute_cap": "6.0", "driver": "550.54"}, "needs 7.0 or newer"),
+    ("24.05", {"name": "Tesla P4", "compute_cap": "6.1", "driver": "550.54"}, "needs 7.0 or newer"),
+    ("26.02", {"name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0", "driver": "575.51"}, "older than the 580"),
+    ("26.02", {"name": "NVIDIA A100-SXM4-80GB", "compute_cap": "8.0", "driver": "535.161"}, "older than the 580"),
+    ("25.01", {"name": "NVIDIA GeForce RTX 4090", "compute_cap": "8.9", "driver": "555.42"}, "older than the 560"),
+])
+def test_each_release_has_a_compute_capability_floor_and_its_drivers(tag, gpu, words):
+    """Issue 22, item 7: a V100 passed for 25.01 (7.5+), a P100/P4/P40 for 24.05 (TensorRT 10 builds for SM 7.0+),
+    and the 25.01 drivers differed from its release notes; a current release (26.02, CUDA 13) is in the table."""
+    problems = ngc.gpu_problems(tag, [{"index": "0", **gpu}], 0)
+    assert problems and words in problems[0], problems
+
+
+def test_the_release_table_holds_a_current_release_with_its_sources():
+    assert {"24.05", "25.01", "26.02"} <= set(ngc.RELEASE_POLICY)
+    assert ngc.RELEASE_POLICY["25.01"].min_compute == (7, 5) and ngc.RELEASE_POLICY["25.01"].min_driver == 560
+    assert ngc.RELEASE_POLICY["26.02"].min_driver == 580 and not ngc.RELEASE_POLICY["26.02"].datacenter_branches
+    assert all(p.source for p in ngc.RELEASE_POLICY.values())
+    ok = [{"index": "0", "name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0", "driver": "580.65.06"},
+          {"index": "1", "name": "NVIDIA GeForce RTX 5090", "compute_cap": "12.0", "driver": "580.95"}]
+    assert ngc.gpu_problems("26.02", ok, "all") == []
+    assert ngc.gpu_problems("25.01", [{"index": "0", "name": "Tesla T4", "compute_cap": "7.5",
+                                       "driver": "535.86.10"}], 0) == []  # R535 on a data-center GPU
+    assert ngc.tensorrt_version("26.02") is None  # not in the notes read: the notebooks read it from the image
+
+
+def test_one_gpu_setting_for_the_whole_series(tmp_path, monkeypatch):
+    """Issue 22, item 9: every docker command used device 0; $TUTORIAL_GPU now picks the series' GPU."""
+    monkeypatch.setenv(ngc.GPU_VARIABLE, "1")
+    commands = [convert.in_tensorrt_container(["trtexec"], tmp_path), convert.in_pytorch_container(["python"], tmp_path),
+                convert.inspect_engine_command("m.plan", "e.json", tmp_path), ngc.docker_run("img")]
+    assert all(c[c.index("--gpus") + 1] == "device=1" for c in commands), commands
+    assert convert.in_tensorrt_container(["trtexec"], tmp_path, gpu=0)[5] == "device=0"  # a notebook's own choice wins
+    assert ngc.series_gpu() == 1 and "TUTORIAL_GPU=1" in ngc.series_gpu_source()
+    host = [{"index": "0", "name": "NVIDIA H100", "compute_cap": "9.0", "driver": "580.1"},
+            {"index": "1", "name": "Tesla V100", "compute_cap": "7.0", "driver": "580.1"}]
+    assert ngc.gpu_problems("25.01", host) and "GPU 1" in ngc.gpu_problems("25.01", host)[0]
+    monkeypatch.setenv(ngc.GPU_VARIABLE, "all")
+    assert ngc.docker_run("img")[4] == "all"
+    monkeypatch.setenv(ngc.GPU_VARIABLE, "first")
+    with pytest.raises(ValueError, match=r"\$TUTORIAL_GPU must be a GPU index like 0 or 1, or 'all'; got 'first'"):
+        ngc.docker_run("img")
+    monkeypatch.delenv(ngc.GPU_VARIABLE)
+    assert ngc.docker_run("img")[4] == "device=0"
+
+
+def _saved_results_cell() -> str:
+    import json
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "03_tensorrt_engine.ipynb").read_text())
+    return next("".join(c["source"]) for c in nb["cells"]
+                if c["cell_type"] == "code" and "series.save_results" in "".join(c["source"]))
+
+
+def test_03_saves_whether_this_run_built_the_engine(tmp_path):
+    """Issue 22, item 10: 03 saved "built": engine.exists(), True for an engine an earlier run left behind."""
+    saved = {}
+
+    class Series:
+        @staticmethod
+        def save_results(run_dir, name, results):
+            saved.update(results)
+
+    engine = tmp_path / "model.plan"
+    engine.write_bytes(b"an engine an earlier run built")
+    scope = {"series": Series, "engine": engine, "trt_version": "10.0.1", "check": None, "run_dir": str(tmp_path),
+             "ngc": ngc, "build_cmd": ["docker", "run", "img"],
+             "choice": RuntimeChoice("local", "no Docker here")}
+    exec(_saved_results_cell(), scope)
+    assert saved["built"] is False and saved["engine_on_disk"] is True
+    scope["choice"] = RuntimeChoice("docker", "test")  # the build cell raises unless it built the engine
+    exec(_saved_results_cell(), scope)
+    assert saved["built"] is True
+
+
+def _tutorial_env(tmp_path, **extra) -> dict:
+    """An environment for ./tutorial in which any package set-up fails loudly: its Python refuses venv and pip,
+    and runs with -S (no site-packages), so what works here needs the standard library only."""
+    import sys
+
+    bin_dir = tmp_path / "pybin"
+    bin_dir.mkdir(exist_ok=True)
+    wrapper = bin_dir / "python3"
+    wrapper.write_text("#!/bin/sh\ncase \"$*\" in *'-m venv'*|*'-m pip'*) echo \"set-up ran: $*\" >&2; exit 3;; esac\n"
+                       f"exec {sys.executable} -S \"$@\"\n")
+    wrapper.chmod(0o755)
+    return {**os.environ, "PYTHON": str(wrapper), "VENV": str(tmp_path / "no-venv"), **extra}
+
+
+def test_pull_needs_no_set_up(tmp_path):
+    """Issue 22, item 12: `./tutorial pull` created the virtual environment and installed every package first;
+    helpers.ngc needs only the standard library."""
+    import subprocess
+    import sys
+
+    fake = Path(__file__).resolve().parent / "fakedocker"
+    env = _tutorial_env(tmp_path, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}", FAKE_DOCKER_PYTHON=sys.executable,
+                        FAKE_DOCKER_STATE=str(tmp_path / "docker-state"))
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([str(root / "tutorial"), "pull", "--tag", "25.01"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pulled: nvcr.io/nvidia/tritonserver:25.01-py3" in out.stdout and "set-up ran" not in out.stderr
+    assert not (tmp_path / "no-venv").exists()
+    images = (tmp_path / "docker-state" / "images").read_text().split()
+    assert sorted(images) == sorted(ngc.image(kind, "25.01") for kind in ngc.IMAGES)
+
+
+def test_lab_tag_sets_the_series_tag_for_the_lab(tmp_path):
+    """Issue 22, item 13: ngc.py said `./tutorial lab --tag` sets the tag; lab had no --tag."""
+    import hashlib
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for tool, body in (("python", 'echo "python $*" >> "$(dirname "$0")/calls"'),
+                       ("jupyter", 'echo "TAG=${TUTORIAL_NGC_TAG:-unset} $*" > "$(dirname "$0")/lab"')):
+        (venv / "bin" / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (venv / "bin" / tool).chmod(0o755)
+    stamp = b"".join((root / f).read_bytes() for f in ("requirements.txt", "pyproject.toml", "tutorial"))
+    (venv / ".tutorial-setup").write_text(hashlib.sha256(stamp).hexdigest()[:16] + "\n")  # set up already
+    env = {**_tutorial_env(tmp_path), "VENV": str(venv)}
+    env.pop(ngc.SERIES_TAG_VARIABLE, None)
+    out = subprocess.run([str(root / "tutorial"), "lab", "--tag", "25.01", "--no-browser"], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lab = (venv / "bin" / "lab").read_text()
+    assert lab.startswith("TAG=25.01 lab --notebook-dir=") and "--tag" not in lab and "--no-browser" in lab
+    bad = subprocess.run([str(root / "tutorial"), "lab", "--tag", "latest"], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert bad.returncode != 0 and "lab --tag must look like 24.05 (YY.MM); got 'latest'" in bad.stderr

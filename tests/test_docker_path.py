@@ -203,3 +203,159 @@ def test_a_failing_torch_tensorrt_step_is_recorded_not_fatal(fake_docker, tmp_pa
     assert convert.run_optional(["true"], tmp_path / "logs" / "ok.log") == ""
     notebook = (Path(__file__).resolve().parents[1] / "notebooks" / "12_optimize_tensorrt.ipynb").read_text()
     assert "convert.run_optional(torch_trt," in notebook and "convert.run_checked(torch_trt," not in notebook
+
+
+def _docker_runs(log: Path) -> list[list[str]]:
+    return [c for c in calls(log) if c[0] == "run"]
+
+
+def test_selinux_labels_every_mount_and_docker_info_is_read_once(fake_docker, tiny_repo, tmp_path, monkeypatch):
+    """Issue 22, item 6: under SELinux the containers could not read their mounts (no `:z`); `docker info` was asked
+    once per question."""
+    monkeypatch.setenv("FAKE_DOCKER_SELINUX", "1")
+    monkeypatch.setattr(runtime, "nvidia_gpu", lambda: (True, "a test GPU"))
+    monkeypatch.setattr(runtime, "gpu_properties", lambda: [{"index": "0", "name": "NVIDIA H200", "compute_cap": "9.0",
+                                                              "driver": "580.1"}])
+    assert choose_runtime("auto").name == "docker"
+    trt = convert.in_tensorrt_container(["trtexec"], tmp_path)
+    assert trt[trt.index("-v") + 1] == f"{tmp_path.resolve()}:/workspace/models:z"
+    server = TritonServer(tiny_repo, RuntimeChoice("docker", "test")).command()
+    assert server[server.index("-v") + 1] == f"{Path(tiny_repo).resolve()}:/models:ro,z"
+    assert [c for c in calls(fake_docker) if c[0] == "info"] == [["info", "--format", "{{json .}}"]]
+    monkeypatch.delenv("FAKE_DOCKER_SELINUX")  # another environment: read again, and no label without SELinux
+    trt = convert.in_tensorrt_container(["trtexec"], tmp_path)
+    assert trt[trt.index("-v") + 1] == f"{tmp_path.resolve()}:/workspace/models"
+
+
+def test_rootless_docker_is_not_picked_by_auto(fake_docker, monkeypatch):
+    """Issue 22, item 6: under rootless Docker `--network host` is not the host's network and `--user` maps to a
+    subuid; auto picked docker anyway."""
+    monkeypatch.setenv("FAKE_DOCKER_ROOTLESS", "1")
+    monkeypatch.setattr(runtime, "nvidia_gpu", lambda: (True, "a test GPU"))
+    monkeypatch.setattr(runtime, "gpu_properties", lambda: [{"index": "0", "name": "NVIDIA H200", "compute_cap": "9.0",
+                                                              "driver": "580.1"}])
+    choice = choose_runtime("auto")
+    assert choice.name == "local" and "runs rootless" in choice.reason and "--network host" in choice.reason
+    with pytest.raises(RuntimeError, match="runtime='docker' with NGC 24.05: the Docker engine runs rootless"):
+        choose_runtime("docker")
+    monkeypatch.delenv("FAKE_DOCKER_ROOTLESS")
+    assert choose_runtime("auto").name == "docker"
+
+
+def test_every_container_the_series_starts_has_a_name_and_init(fake_docker, tiny_repo, tmp_path):
+    """Issue 22, item 2: one-shot containers ran unnamed (nothing could remove them) with trtexec as PID 1."""
+    ngc.ensure_image(ngc.image("tensorrt"))
+    with pytest.raises(RuntimeError, match="cannot run on this machine"):
+        convert.run_checked(convert.in_tensorrt_container(["trtexec", "--onnx=m.onnx"], tmp_path), tmp_path / "t.log")
+    assert convert.run_optional(convert.in_pytorch_container(["python", "x.py"], tmp_path), tmp_path / "p.log")
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")):
+        pass
+    runs = _docker_runs(fake_docker)
+    assert len(runs) == 3
+    for run in runs:
+        options = run[1:run.index(ngc.image_of(["docker", *run]))]
+        assert "--init" in options and "--name" in options, run
+        assert options[options.index("--name") + 1].startswith(ngc.CONTAINER_PREFIX)
+    one_shot = [r[r.index("--name") + 1] for r in runs[:2]]
+    assert all(["rm", "-f", name] in calls(fake_docker) for name in one_shot)  # removed by name, whatever happened
+
+
+def _one_shot_kernel(tmp_path: Path, repo: Path) -> subprocess.Popen:
+    """A kernel that runs a long one-shot container (the server image stands in for a long trtexec) to its end."""
+    from helpers.launchers import free_port
+
+    script = tmp_path / "kernel.py"
+    script.write_text(textwrap.dedent(f"""
+        from helpers import convert, ngc
+        cmd = ngc.docker_run(ngc.image("tritonserver"), ["tritonserver", "--model-repository=/models",
+                             "--http-address=127.0.0.1", "--grpc-address=127.0.0.1", "--metrics-address=127.0.0.1",
+                             "--http-port={free_port()}", "--grpc-port={free_port()}", "--metrics-port={free_port()}"],
+                             volumes={{{str(repo)!r}: "/models"}}, network="host", gpus=None, init=True)
+        convert.run_checked(cmd, {str(tmp_path / "one-shot.log")!r})
+    """))
+    ngc.ensure_image(ngc.image("tritonserver"))
+    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "killed kernel"])
+def test_an_interrupted_or_orphaned_one_shot_container_is_removed(fake_docker, tiny_repo, tmp_path, new_processes,
+                                                                  how):
+    """Issue 22, item 2: a Ctrl-C killed the `docker run` CLI (subprocess.run sends SIGKILL), and a dead kernel left
+    it running: either way the container ran on. Now the CLI gets SIGINT first, and `docker rm -f NAME` follows."""
+    kernel = _one_shot_kernel(tmp_path, tiny_repo)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not new_processes():
+            time.sleep(0.3)
+        assert new_processes(), "the one-shot container did not start"
+        time.sleep(1)
+        kernel.send_signal(signal.SIGINT if how == "ctrl-c" else signal.SIGKILL)
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and (new_processes() or containers()):
+            time.sleep(0.3)
+        assert not new_processes() and containers() == [], "the one-shot container outlived its kernel"
+    finally:
+        kernel.kill()
+        kernel.wait()
+        for name in containers():
+            subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+        for proc in new_processes():
+            proc.kill()
+    run = next(c for c in _docker_runs(fake_docker) if ngc.image("tritonserver") in c)
+    name = run[run.index("--name") + 1]
+    deadline = time.monotonic() + 15  # the reaper (killed kernel) runs `docker rm -f` after the CLI has gone
+    while time.monotonic() < deadline and ["rm", "-f", name] not in calls(fake_docker):
+        time.sleep(0.3)
+    assert ["rm", "-f", name] in calls(fake_docker)
+    noted = (Path(os.environ["FAKE_DOCKER_STATE"]) / "signals").read_text().split()
+    assert noted[:2] == [name, "SIGINT" if how == "ctrl-c" else "SIGTERM"]  # never SIGKILL first
+
+
+def _engine_repo(tmp_path: Path, built_by: str) -> Path:
+    from helpers import repository
+
+    work = tmp_path / "build"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "model.plan").write_bytes(b"a serialized engine")
+    io = [{"name": "input_1", "input": True, "dtype": "FLOAT", "shape": [-1, 4], "profile": [[1, 4], [8, 4], [32, 4]]},
+          {"name": "predictions", "input": False, "dtype": "FLOAT", "shape": [-1, 2]}]
+    (work / "engine.json").write_text(json.dumps({"tensorrt": built_by, "io": io}))
+    repo = tmp_path / "models"
+    repository.add_model(repo, repository.config_from_engine("trt", json.loads((work / "engine.json").read_text())),
+                         work / "model.plan")
+    return repo
+
+
+def test_a_stale_engine_is_refused_before_serving_with_the_reason(fake_docker, tmp_path):
+    """Issue 22, item 10: an engine built by another TensorRT than the tag's was served without a word (Triton then
+    fails to deserialize it, after a 15 GB pull)."""
+    from helpers.launchers import stale_engines
+
+    repo = _engine_repo(tmp_path, "10.8.0.43")
+    assert (repo / "trt" / "1" / "engine.json").exists()  # add_model keeps the engine's description beside it
+    server = TritonServer(repo, RuntimeChoice("docker", "test"), tag="24.05")
+    try:
+        with pytest.raises(RuntimeError, match=r"built by TensorRT 10\.8\.0\.43 .* links TensorRT 10\.0\.1.*"
+                                               r"ngc_tag='24\.05'.*ngc_tag='25\.01', the release that built it"):
+            server.start()
+    finally:
+        server.stop()
+    assert not any(c[0] == "pull" for c in calls(fake_docker))  # refused before the pull
+    assert stale_engines(repo, ["trt"], "25.01") == []
+    assert stale_engines(_engine_repo(tmp_path / "same", "10.0.1.6"), ["trt"], "24.05") == []
+
+
+def test_shared_memory_needs_the_hosts_ipc_on_both_sides(fake_docker, tiny_repo, tmp_path):
+    """Issue 22, item 8: the test docker ignored --ipc on the SDK path, so dropping --ipc=host passed."""
+    ngc.ensure_image(ngc.image("sdk"))
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
+        args = perf.perf_args("tiny", server.grpc_url, concurrency="1", measurement_interval_ms=600, max_trials=5,
+                              stability_percentage=100, shared_memory="system", csv_file="/results/t.csv")
+        cmd = perf.docker_command(args, results_dir=tmp_path)
+        dropped = [a for a in cmd if a != "--ipc=host"]
+        refused = subprocess.run(dropped, capture_output=True, text=True)
+        assert refused.returncode != 0 and "own /dev/shm (no --ipc=host)" in refused.stderr
+        ran = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+        assert (tmp_path / "t.csv").exists()

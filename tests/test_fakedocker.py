@@ -141,3 +141,39 @@ def test_sigterm_to_the_cli_reaches_the_container_and_rm_clears_its_name(docker,
     assert docker("rm", "t2").returncode == 1  # --rm removed it when it exited
     assert _wait(lambda: not triton_processes(), 10), "a process of the container outlived it"
     assert json.loads(json.dumps(_running(docker))) == []
+
+
+def test_gpus_without_the_container_toolkit_fail_as_docker_does(docker, monkeypatch):
+    """Issue 22, item 8: `--gpus` worked with no Container Toolkit."""
+    monkeypatch.setenv("FAKE_DOCKER_NO_TOOLKIT", "1")
+    out = docker("run", "--rm", "--gpus", "device=0", ngc.image("sdk"), "perf_analyzer", "--version")
+    assert out.returncode == 125 and 'could not select device driver "" with capabilities: [[gpu]]' in out.stderr
+    monkeypatch.delenv("FAKE_DOCKER_NO_TOOLKIT")
+    out = docker("run", "--rm", "--gpus", "device=0", ngc.image("sdk"), "perf_analyzer", "--version")
+    assert "could not select device driver" not in out.stderr
+
+
+@pytest.mark.parametrize("drop, words", [("--network", "127.0.0.1 in the container is the container's own"),
+                                         ("--ipc=host", "this container has its own /dev/shm (no --ipc=host)")])
+def test_the_sdk_path_honours_network_and_ipc(docker, tmp_path, drop, words):
+    """Issue 22, item 8: the SDK path ignored --network and --ipc, so a command without them passed."""
+    from helpers.launchers import free_port
+
+    cmd = perf.docker_command(perf.perf_args("m", f"127.0.0.1:{free_port()}", concurrency="1", shared_memory="system",
+                                             csv_file="/results/m.csv"), results_dir=tmp_path)
+    without = [a for i, a in enumerate(cmd) if a != drop and not (drop == "--network" and cmd[i - 1] == "--network")]
+    out = docker(*without[1:])
+    assert out.returncode == 1 and words in out.stderr, out.stderr
+    full = docker(*cmd[1:], timeout=60)  # no server here: perf_analyzer itself runs, and fails to connect
+    assert "fake docker" not in full.stderr
+
+
+def test_a_server_bound_to_loopback_in_a_bridge_network_cannot_be_reached(docker, tmp_path):
+    args = [a for a in _server(tmp_path, "t-bridge") if a not in ("--network", "host")]
+    out = docker(*args, timeout=60)
+    assert out.returncode == 1 and "binds 127.0.0.1 inside a bridge-network container" in out.stderr
+
+
+def test_volume_modes_are_checked_as_docker_does(docker, tmp_path):
+    out = docker("run", "--rm", "-v", f"{tmp_path}:/results:rx", ngc.image("sdk"), "perf_analyzer")
+    assert out.returncode == 125 and "invalid mode: rx" in out.stderr

@@ -12,6 +12,7 @@ def probes(monkeypatch):
         monkeypatch.setattr(runtime, "docker_engine", lambda: (docker, "engine 28.2" if docker else "no engine answers"))
         monkeypatch.setattr(runtime, "nvidia_gpu", lambda: (gpu, "NVIDIA H200" if gpu else "nvidia-smi not found"))
         monkeypatch.setattr(runtime, "container_toolkit", lambda: (True, "NVIDIA Container Toolkit (test)"))
+        monkeypatch.setattr(runtime, "docker_rootless", lambda: (False, "not rootless"))
         monkeypatch.setattr(runtime, "gpu_properties", lambda: [{"index": "0", "name": "NVIDIA H200",
                                                                   "compute_cap": "9.0", "driver": "580.1"}])
     return set_probes

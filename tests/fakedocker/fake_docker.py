@@ -1,18 +1,27 @@
 """A `docker` for tests only: answers what the series asks of Docker and runs the NGC images' commands on this machine.
 
-  docker info --format ...        an engine version; Runtimes lists nvidia unless FAKE_DOCKER_NO_TOOLKIT=1
+  docker info --format ...        an engine version; Runtimes lists nvidia unless FAKE_DOCKER_NO_TOOLKIT=1;
+                                  SecurityOptions name=selinux with FAKE_DOCKER_SELINUX=1, name=rootless with
+                                  FAKE_DOCKER_ROOTLESS=1 ({{json .}}: all of it as one JSON object)
   docker image inspect IMAGE      exit 0 only for images pulled before (state in $FAKE_DOCKER_STATE)
   docker pull IMAGE               progress lines, then the image counts as present
   docker run [opts] IMAGE CMD...  options checked against a recent Docker's `docker run` options (tests/data): an
                                   unknown one fails as Docker's CLI does; a name in use fails with Docker's conflict;
                                   a command that names a host path outside the mounts fails (the container cannot
                                   see it); refuses an image that was not pulled (a real engine would pull silently);
+                                  --gpus without the Container Toolkit (FAKE_DOCKER_NO_TOOLKIT=1) fails as Docker does;
+                                  a volume mode other than ro/rw/z/Z fails;
+                                  --network and --ipc honoured on every path: perf_analyzer outside the host's network
+                                  cannot reach 127.0.0.1/localhost, with shared memory outside the host's IPC (or
+                                  against a server container outside it) it cannot register its regions; a server
+                                  that binds 127.0.0.1 in a bridge-network container cannot be reached through -p;
                                   tritonserver image: the local Triton server (host network, or -p ports);
                                   -sdk image: the local perf_analyzer, volumes and working directory applied;
                                   tensorrt / pytorch images: fail as an image that cannot run here (no GPU, no TensorRT)
                                   The container is a child process in its own session: it outlives a killed `docker
                                   run` CLI, as a real container does; SIGTERM/SIGINT to the CLI are passed on
-                                  (--sig-proxy); with --rm its record goes when it exits.
+                                  (--sig-proxy, each one noted in $FAKE_DOCKER_STATE/signals); with --rm its record
+                                  goes when it exits.
   docker stop NAME / kill NAME    SIGTERM (SIGKILL after 10 s) / SIGKILL to the container
   docker rm [-f] NAME             removes a stopped container; a running one only with -f (Docker's error otherwise)
   docker ps [-a] [--format ...]   the names of running containers (-a: stopped ones too)
@@ -56,13 +65,22 @@ def _say(code: int, message: str) -> int:
     return code
 
 
+def _toolkit() -> bool:
+    return os.environ.get("FAKE_DOCKER_NO_TOOLKIT") != "1"
+
+
 def info(args: list[str]) -> int:
     fmt = args[args.index("--format") + 1] if "--format" in args else ""
-    if "Runtimes" in fmt:
-        runtimes = {"runc": {"path": "runc"}}
-        if os.environ.get("FAKE_DOCKER_NO_TOOLKIT") != "1":
-            runtimes["nvidia"] = {"path": "nvidia-container-runtime"}
+    runtimes = {"runc": {"path": "runc"}, **({"nvidia": {"path": "nvidia-container-runtime"}} if _toolkit() else {})}
+    security = ["name=seccomp,profile=builtin", "name=cgroupns"]
+    security += ["name=selinux"] if os.environ.get("FAKE_DOCKER_SELINUX") == "1" else []
+    security += ["name=rootless"] if os.environ.get("FAKE_DOCKER_ROOTLESS") == "1" else []
+    if fmt.replace(" ", "") == "{{json.}}":
+        print(json.dumps({"ServerVersion": "27.5.1-fake", "Runtimes": runtimes, "SecurityOptions": security}))
+    elif "Runtimes" in fmt:
         print(json.dumps(runtimes))
+    elif "SecurityOptions" in fmt:
+        print(json.dumps(security))
     else:
         print("27.5.1-fake")
     return 0
@@ -85,7 +103,7 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
     """Options, image and command of `docker run`; an option Docker does not know exits 125 as Docker's CLI does."""
     known = _options()
     opts = {"volumes": {}, "ports": {}, "name": None, "workdir": None, "gpus": None, "network": None, "env": {},
-            "rm": False, "user": None}
+            "rm": False, "user": None, "ipc": None, "init": False}
     i = 0
     while i < len(args) and args[i].startswith("-"):
         flag, _, inline = args[i].partition("=")
@@ -96,7 +114,11 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
         value = (inline or args[i + 1]) if takes_value else None
         i += 1 + (1 if takes_value and not inline else 0)
         if flag in ("-v", "--volume"):
-            src, dst = value.split(":")[:2]
+            src, dst, *mode = value.split(":")
+            bad = [m for m in ",".join(mode).split(",") if m and m not in ("ro", "rw", "z", "Z")]
+            if len(mode) > 1 or bad:
+                print(f"docker: Error response from daemon: invalid mode: {':'.join(mode)}.", file=sys.stderr)
+                raise SystemExit(125)
             opts["volumes"][dst] = src
         elif flag in ("-p", "--publish"):
             parts = value.split(":")
@@ -104,10 +126,10 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
         elif flag in ("-e", "--env"):
             key, _, val = value.partition("=")
             opts["env"][key] = val
-        elif flag in ("-w", "--workdir", "--name", "--gpus", "--network", "-u", "--user"):
+        elif flag in ("-w", "--workdir", "--name", "--gpus", "--network", "-u", "--user", "--ipc"):
             opts[{"-w": "workdir", "--workdir": "workdir", "-u": "user", "--user": "user"}.get(flag, flag[2:])] = value
-        elif flag == "--rm":
-            opts["rm"] = True
+        elif flag in ("--rm", "--init"):
+            opts[flag[2:]] = True
     if i >= len(args):
         print('"docker run" requires at least 1 argument.', file=sys.stderr)
         raise SystemExit(125)
@@ -163,8 +185,14 @@ def _start(opts: dict, argv: list[str], env: dict[str, str], cwd: str | None = N
     if opts["name"]:
         (STATE / "containers").mkdir(parents=True, exist_ok=True)
         _record(opts["name"]).write_text(str(child.pid))
+
+    def proxy(number: int, _frame) -> None:
+        with open(STATE / "signals", "a") as noted:
+            noted.write(f"{opts['name'] or '-'} {signal.Signals(number).name}\n")
+        child.send_signal(number)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda number, _: child.send_signal(number))
+        signal.signal(sig, proxy)
     code = child.wait()
     with contextlib.suppress(ProcessLookupError):  # nothing left in it
         os.killpg(child.pid, signal.SIGKILL)  # the main process is gone: Docker ends the rest of the container too
@@ -209,6 +237,10 @@ def run_server(opts: dict, command: list[str]) -> int:
             arg = f"--model-repository={_server_repository(Path(_host_path(arg, opts['volumes']).split('=', 1)[1]))}"
         args.append(arg)
     args.append(f"--backend-directory={local.backend_dir}")
+    if opts["network"] != "host" and any(a.split("=", 1)[-1] in ("127.0.0.1", "localhost") for a in command
+                                         if a.startswith(("--http-address=", "--grpc-address="))):
+        return _say(1, "fake docker: tritonserver binds 127.0.0.1 inside a bridge-network container, where -p "
+                       "forwarding cannot reach it (the container's loopback is its own); use --network host")
     if opts["network"] != "host":  # bridge network: the container's 8000-8002 published with -p
         ports = opts["ports"]
         args += ["--http-address=127.0.0.1", "--grpc-address=127.0.0.1", f"--http-port={ports.get(8000, 8000)}",
@@ -221,14 +253,39 @@ def run_sdk(opts: dict, command: list[str]) -> int:
 
     if command[:1] != ["perf_analyzer"]:
         return _say(127, f"fake docker: the SDK image here runs perf_analyzer only; got {command[:1]}")
+    url = command[command.index("-u") + 1] if "-u" in command[:-1] else "localhost:8001"
+    if opts["network"] != "host" and url.rsplit(":", 1)[0] in ("localhost", "127.0.0.1"):
+        return _say(1, f"error: failed to connect to {url}: Connection refused (fake docker: without --network host, "
+                       "127.0.0.1 in the container is the container's own, not this host's)")
+    shm = command[command.index("--shared-memory") + 1] if "--shared-memory" in command[:-1] else "none"
+    private = [name for name, ipc in _running_servers().items() if ipc != "host"]
+    if shm != "none" and (opts["ipc"] != "host" or private):
+        where = ("this container has its own /dev/shm (no --ipc=host)" if opts["ipc"] != "host" else
+                 f"server container {private[0]} has its own /dev/shm (no --ipc=host)")
+        return _say(1, f"error: failed to register {shm} shared memory region: Unable to open shared memory region "
+                       f"(fake docker: {where}, so the server cannot open the client's regions)")
     pa = find_perf_analyzer()
     args = [_host_path(a, opts["volumes"]) for a in command[1:]]
     cwd = _host_path(opts["workdir"], opts["volumes"]) if opts["workdir"] else None
     return _start(opts, [str(pa.binary), *args], {**os.environ, **pa.env, **opts["env"]}, cwd)
 
 
+def _running_servers() -> dict[str, str]:
+    """Running containers of the tritonserver image -> their --ipc ("private" without one), from their records."""
+    folder = STATE / "run-options"
+    found = {}
+    for path in sorted(folder.iterdir()) if folder.exists() else []:
+        image, _, ipc = path.read_text().partition(" ")
+        if "/tritonserver:" in image and not image.endswith("-sdk") and _running(path.name):
+            found[path.name] = ipc
+    return found
+
+
 def run(args: list[str]) -> int:
     opts, image, command = _parse_run(args)
+    if opts["gpus"] and not _toolkit():
+        return _say(125, 'docker: Error response from daemon: could not select device driver "" with capabilities: '
+                         "[[gpu]].")
     if image not in _images():
         return _say(125, f"fake docker: image {image} was not pulled first; a real engine would now pull it "
                          "silently inside `docker run` (tests require an explicit pull)")
@@ -240,6 +297,9 @@ def run(args: list[str]) -> int:
     if unseen:
         return _say(1, f"fake docker: the container cannot see {unseen}: no -v mount holds them "
                        f"(mounts: {sorted(opts['volumes']) or 'none'})")
+    if opts["name"]:  # what the SDK path needs to know of a running server: its image and its IPC namespace
+        (STATE / "run-options").mkdir(parents=True, exist_ok=True)
+        (STATE / "run-options" / opts["name"]).write_text(f"{image} {opts['ipc'] or 'private'}")
     if "/tritonserver:" in image and image.endswith("-py3-sdk"):
         return run_sdk(opts, command)
     if "/tritonserver:" in image:
