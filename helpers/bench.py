@@ -71,3 +71,39 @@ def artifact_runner(path: str | Path, device: str = "cpu") -> Callable[[np.ndarr
             return module(torch.from_numpy(batch).to(device)).cpu().numpy()  # .cpu() waits for the GPU
 
     return run
+
+
+def device_throughput(path: str | Path, device: str, sample: np.ndarray, batch_size: int, *, seconds: float = 3.0,
+                      cuda_graph: bool = False) -> float:
+    """Images per second of a TorchScript file in this process as the server's instance sees its work: the batch
+    already on `device`, only the forward pass in the timed loop (the GPU synchronized once, at the end); with
+    `cuda_graph`, the forward pass captured once as a CUDA graph and replayed (GPU only)."""
+    import torch
+
+    if cuda_graph and not str(device).startswith("cuda"):
+        raise ValueError(f"cuda_graph needs a CUDA device; got {device!r}")
+    module = torch.jit.load(str(path), map_location=device).eval()
+    x = torch.from_numpy(np.ascontiguousarray(np.resize(sample, (batch_size, *sample.shape[1:])))).to(device)
+    sync = torch.cuda.synchronize if str(device).startswith("cuda") else (lambda: None)
+    with torch.inference_mode():
+        for _ in range(5):  # TorchScript specializes on its first runs at a new shape
+            module(x)
+        step = lambda: module(x)  # noqa: E731
+        if cuda_graph:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # graphs are captured after warm-up on a side stream (PyTorch's recipe)
+                for _ in range(3):
+                    module(x)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                module(x)
+            step = graph.replay
+        sync()
+        calls, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            step()
+            calls += 1
+        sync()
+        return calls * batch_size / (time.perf_counter() - start)

@@ -1,6 +1,8 @@
 """perf_analyzer: find it (or its NGC SDK image), build its command, run it with progress and parse its CSV."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
@@ -58,6 +60,13 @@ class Watched:
     peak_mb: float
     trace: list[tuple[float, float]]  # (seconds since start, resident MB)
     stopped: str = ""                 # why the guard stopped it ("" when it ended on its own)
+    cpu_s: float = 0.0                # CPU time (user + system) of the perf_analyzer processes, last sample
+    wall_s: float = 0.0               # how long the command ran
+
+    @property
+    def client_cores(self) -> float:
+        """Cores the load generator kept busy on average: near this machine's count, the client is the limit."""
+        return self.cpu_s / self.wall_s if self.wall_s else 0.0
 
 
 def _tree_rss(procs: list[psutil.Process]) -> float:
@@ -68,6 +77,19 @@ def _tree_rss(procs: list[psutil.Process]) -> float:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return total / 2**20
+
+
+def _cpu_seconds(procs: list[psutil.Process], seen: dict[int, float]) -> float:
+    """CPU seconds of the perf_analyzer processes among `procs`, remembered per pid (a process that ended keeps its
+    last reading)."""
+    for proc in procs:
+        try:
+            if proc.name() == "perf_analyzer":
+                times = proc.cpu_times()
+                seen[proc.pid] = times.user + times.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return sum(seen.values())
 
 
 def _watched_processes(root: psutil.Process, marker: str) -> list[psutil.Process]:
@@ -84,16 +106,34 @@ def _watched_processes(root: psutil.Process, marker: str) -> list[psutil.Process
     return procs
 
 
+LOCK_FILE = Path(tempfile.gettempdir()) / "triton-tutorials-perf_analyzer.lock"
+
+
+@contextlib.contextmanager
+def one_load_generator():
+    """One perf_analyzer at a time on this machine, across processes (two notebooks, a CI run's two worlds): a second
+    load generator would be measured along with the first, and two with CUDA shared memory on one server collide
+    ("shared memory region 'OUTPUT' already in manager": they name their regions alike). Waits for the other."""
+    with open(LOCK_FILE, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: float, interval: float = 0.2) -> Watched:
-    """Run `command` and sample the resident memory of the perf_analyzer it starts every `interval` seconds;
-    past `limit_gb`, kill it (SIGKILL to perf_analyzer, wherever it runs) and say so in `stopped`."""
-    with tempfile.TemporaryFile("w+") as out:
+    """Run `command` (alone among this machine's perf_analyzers: one_load_generator) and sample the resident memory
+    of the perf_analyzer it starts every `interval` seconds; past `limit_gb`, kill it (SIGKILL to perf_analyzer,
+    wherever it runs) and say so in `stopped`."""
+    with one_load_generator(), tempfile.TemporaryFile("w+") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
-        root, started, trace, stopped = psutil.Process(proc.pid), time.monotonic(), [], ""
+        root, started, trace, stopped, cpu = psutil.Process(proc.pid), time.monotonic(), [], "", {}
         try:
             while proc.poll() is None:
                 procs = _watched_processes(root, marker)
                 mb = _tree_rss(procs)
+                _cpu_seconds(procs, cpu)
                 trace.append((round(time.monotonic() - started, 2), round(mb, 1)))
                 if mb > limit_gb * 1024 and not stopped:
                     stopped = (f"perf_analyzer passed the memory limit of {limit_gb:g} GB ({mb:.0f} MB resident "
@@ -108,10 +148,11 @@ def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: flo
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
+        wall = time.monotonic() - started
         out.seek(0)
         lines = out.readlines()
     peak = max((mb for _, mb in trace), default=0.0)
-    return Watched(proc.returncode, lines, peak, trace, stopped)
+    return Watched(proc.returncode, lines, peak, trace, stopped, round(sum(cpu.values()), 3), round(wall, 3))
 
 
 @dataclass
@@ -163,9 +204,10 @@ def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str 
               measurement_interval_ms: int = 5000, max_trials: int = 10, stability_percentage: int = 10,
               shared_memory: str = "none", csv_file: str | None = None, percentile: int | None = None,
               input_data: str | None = None, shapes: dict[str, Sequence[int]] | None = None,
-              measurement_request_count: int | None = None) -> list[str]:
+              measurement_request_count: int | None = None, request_count: int | None = None) -> list[str]:
     """perf_analyzer's arguments (without the binary) for a concurrency sweep `start:end:step`; with
-    `measurement_request_count`, each window is that many requests (count_windows) instead of a time."""
+    `measurement_request_count`, each window is at least that many requests (count_windows; a window lasts 1 s at
+    least); with `request_count`, each level is one measurement of exactly that many requests (no stability windows)."""
     if protocol not in ("http", "grpc"):
         raise ValueError(f"protocol must be 'http' or 'grpc'; got {protocol!r}")
     if shared_memory not in ("none", "system", "cuda"):
@@ -181,6 +223,8 @@ def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str 
         args += ["--input-data", input_data]
     for name, dims in (shapes or {}).items():
         args += ["--shape", f"{name}:{','.join(str(d) for d in dims)}"]
+    if request_count:
+        args += ["--request-count", str(request_count)]
     if percentile:
         args += ["--percentile", str(percentile)]
     if csv_file:
@@ -188,21 +232,31 @@ def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str 
     return args
 
 
-def bounded_windows(bytes_per_request: int, max_trials: int, limit_gb: float | None = None,
-                    most: int | None = None) -> dict:
-    """Windows of a fixed number of requests (count_windows) sized so the trials' tensors stay under half the memory
-    limit (at most `most` requests per window: a slow CPU server needs minutes for the count a GPU does in a second).
-    This shortens a run, it does not bound it: on an H200, perf_analyzer sending 602 KB FP32 requests still passed
-    3.5 GB within 2 s, so the memory guard remains the bound and shared memory the remedy."""
+# perf_analyzer's resident memory per request sent: the tensor's bytes plus about 250 KB of its own (measured on an
+# H200, 2026-12-02: 3420 MB after 3994 FP32 requests of 602,112 bytes, i.e. 856 KB each); a 10 % margin on top
+REQUEST_FIXED_BYTES = 256 * 1024
+REQUEST_MARGIN = 1.1
+
+
+def request_budget(bytes_per_request: int, limit_gb: float | None = None, share: float = 0.8) -> int:
+    """How many requests one perf_analyzer may send with the tensors in the requests (gRPC/HTTP, no shared memory)
+    and stay under `share` of the memory limit: it keeps what it sends (perf_analyzer #84), so its memory follows the
+    count of requests sent, whatever the windows. Count windows do not bound it: each lasts at least one second."""
     limit = (limit_gb or default_memory_limit_gb()) * 2**30
-    # +1: the warm-up window before the trials; x3: perf_analyzer holds more than the tensor bytes per request (on an
-    # H200, FP32 windows sized to the bytes alone reached 3.9 GB in 2 s)
-    count = int(limit / 2 / (max_trials + 1) / (3 * bytes_per_request))
-    count = min(count, most) if most else count
-    if count < 20:
-        raise ValueError(f"{bytes_per_request} bytes per request leave {count} requests per window under "
-                         f"{limit / 2**30:.1f} GB: use shared memory, or fewer trials")
-    return {"measurement_request_count": count, "max_trials": max_trials}
+    return int(limit * share / (REQUEST_MARGIN * (bytes_per_request + REQUEST_FIXED_BYTES)))
+
+
+def bounded_requests(bytes_per_request: int, limit_gb: float | None = None, most: int | None = None,
+                     least: int = 200) -> dict:
+    """perf_analyzer options for one measurement of a fixed number of requests (`--request-count`) that fits the
+    memory limit: the article's transport measured, not skipped. The cost is precision: one measurement of N
+    requests, no stability check, so its p99 rests on the slowest N/100 requests; `most` caps N (a slow CPU server
+    needs minutes for the count a GPU serves in a second). Raises when the limit leaves fewer than `least`."""
+    budget = request_budget(bytes_per_request, limit_gb)
+    if budget < least:
+        raise ValueError(f"{bytes_per_request:,} bytes per request leave {budget} requests under "
+                         f"{(limit_gb or default_memory_limit_gb()):g} GB (at least {least} wanted): use shared memory")
+    return {"request_count": max(10, min(budget, most)) if most else budget}
 
 
 def docker_command(args: list[str], tag: str = ngc.NGC_TAG, results_dir: str | Path | None = None) -> list[str]:
@@ -251,7 +305,7 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
         raise MemoryLimitExceeded(f"{model!r} at concurrency {kwargs.get('concurrency')}: {watched.stopped}; "
                                   f"it keeps every request it sends over {kwargs.get('protocol', 'grpc')} "
                                   f"({MEMORY_ISSUE}): {remedy}")
-    if any("Failed to obtain stable measurement" in ln for ln in lines):
+    if not kwargs.get("request_count") and any("Failed to obtain stable measurement" in ln for ln in lines):
         raise UnstableMeasurement(f"perf_analyzer found no stable measurement for {model!r} at concurrency "
                                   f"{kwargs.get('concurrency')}: lengthen --measurement-interval or loosen "
                                   "--stability-percentage")
@@ -261,11 +315,39 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
     return watched
 
 
+def warmup_command(model: str, url: str, csv_file: str | Path, concurrency: int, docker_tag: str | None = None,
+                   seconds: float = 2.0, **kwargs) -> tuple[list[str], dict[str, str]]:
+    """The unmeasured pass `warm_up` runs: the level's own command with one window of `seconds` (or a tenth of its
+    `request_count`) and no stability to reach."""
+    settings = {**kwargs, "concurrency": str(concurrency), "max_trials": 1, "stability_percentage": 999}
+    if settings.get("request_count"):
+        settings["request_count"] = max(1, settings["request_count"] // 10)
+    else:
+        settings["measurement_interval_ms"] = int(seconds * 1000)
+    return level_command(model, url, Path(csv_file).with_name(f"{Path(csv_file).stem}_warmup.csv"), docker_tag,
+                         **settings)
+
+
+def warm_up(model: str, url: str, csv_file: str | Path, concurrency: int, *, docker_tag: str | None = None,
+            seconds: float = 2.0, memory_limit_gb: float | None = None, **kwargs) -> Watched:
+    """One unmeasured perf_analyzer pass at `concurrency` before the first measurement: a TorchScript model
+    specializes on its first runs (each new batch shape, which a dynamic batcher varies), so the first window after a
+    start measures that work, not the model."""
+    if docker_tag:
+        ngc.ensure_image(ngc.image("sdk", docker_tag))
+    command, env = warmup_command(model, url, csv_file, concurrency, docker_tag, seconds, **kwargs)
+    return watch(command, {**os.environ, **env}, marker=f"{Path(csv_file).stem}_warmup",
+                 limit_gb=memory_limit_gb or default_memory_limit_gb())
+
+
 def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:1", docker_tag: str | None = None,
-        progress: bool = True, memory_limit_gb: float | None = None, **kwargs) -> pd.DataFrame:
+        progress: bool = True, memory_limit_gb: float | None = None, warmup_s: float = 0.0,
+        **kwargs) -> pd.DataFrame:
     """Measure each concurrency level of `start:end:step` with perf_analyzer, with a progress bar.
 
-    Returns one row per level (perf_analyzer's CSV, parsed) with perf_analyzer's peak resident memory (`peak_rss_mb`);
+    Returns one row per level (perf_analyzer's CSV, parsed) with perf_analyzer's peak resident memory (`peak_rss_mb`)
+    and the cores it kept busy (`client_cores`); with `warmup_s`, unmeasured passes at the first and the top level
+    come first (the first level's shape; the batches a dynamic batcher forms at the top);
     a level that never stabilizes or passes `memory_limit_gb` (default: default_memory_limit_gb()) is kept with
     stable=False, no numbers and the reason in `error`, so one bad level does not lose the sweep. Raises when no level
     is stable. Each level's output goes to <csv>.log; with docker_tag, perf_analyzer runs from the NGC SDK image.
@@ -276,13 +358,19 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
     csv_file = Path(csv_file).resolve()
     csv_file.parent.mkdir(parents=True, exist_ok=True)
     rows, log = [], []
-    for level in tqdm(concurrency_levels(concurrency), desc=f"perf_analyzer {model}", unit="level",
+    levels = concurrency_levels(concurrency)
+    for level in sorted({levels[0], levels[-1]}) if warmup_s else []:  # the first level's shape, the top's batches
+        log += warm_up(model, url, csv_file, level, docker_tag=docker_tag, seconds=warmup_s, memory_limit_gb=limit,
+                       **kwargs).output
+    for level in tqdm(levels, desc=f"perf_analyzer {model}", unit="level",
                       disable=not progress):
         level_csv = csv_file.with_name(f"{csv_file.stem}_c{level}.csv")
         try:
             watched = _run_level(model, url, level_csv, docker_tag, {**kwargs, "concurrency": str(level)}, limit)
             log += watched.output
-            rows.append(parse_csv(level_csv).assign(stable=True, peak_rss_mb=watched.peak_mb, error=""))
+            rows.append(parse_csv(level_csv).assign(stable=True, peak_rss_mb=watched.peak_mb,
+                                                    client_cores=round(watched.client_cores, 2),
+                                                    requests=kwargs.get("request_count") or 0, error=""))
             level_csv.unlink()
         except (UnstableMeasurement, MemoryLimitExceeded) as exc:
             log.append(f"{exc}\n")
@@ -310,6 +398,40 @@ def measure_level(model: str, url: str, csv_file: str | Path, concurrency: int, 
         print(f"{model} at concurrency {concurrency}: {reason}")
         return {"concurrency": concurrency, "stable": False, "throughput": float("nan"), "p99_ms": float("nan"),
                 "error": reason}
+
+
+def repeat_level(model: str, url: str, csv_file: str | Path, concurrency: int, *, repeats: int = 3,
+                 **kwargs) -> dict:
+    """The same level measured `repeats` times (each a perf_analyzer of its own): the run with the median throughput,
+    with the spread beside it (`throughput_min`/`_max`, `p99_min`/`_max`, `repeats` that were stable)."""
+    csv_file = Path(csv_file)
+    runs = [measure_level(model, url, csv_file.with_name(f"{csv_file.stem}_r{i}{csv_file.suffix}"), concurrency,
+                          **kwargs) for i in range(repeats)]
+    ok = sorted((r for r in runs if r.get("stable")), key=lambda r: r["throughput"])
+    if not ok:
+        return {**runs[-1], "repeats": 0}
+    median = ok[(len(ok) - 1) // 2]
+    return {**median, "repeats": len(ok), "throughput_min": ok[0]["throughput"], "throughput_max": ok[-1]["throughput"],
+            "p99_min": min(r["p99_ms"] for r in ok), "p99_max": max(r["p99_ms"] for r in ok)}
+
+
+def verdict(rows: pd.DataFrame, label: str = "variant") -> pd.DataFrame:
+    """Rank rows with a throughput range (`throughput_min`/`_max`, from repeat_level): the fastest wins only when its
+    slowest run beats the runner-up's fastest; otherwise both are a tie within noise. Adds `verdict` and the ratio to
+    the runner-up with the precision the spread allows."""
+    ok = rows[rows["stable"].astype(bool)].sort_values("throughput", ascending=False)
+    out = rows.assign(verdict="")
+    if len(ok) < 2 or "throughput_min" not in ok:
+        return out
+    first, second = ok.iloc[0], ok.iloc[1]
+    low, high = first["throughput_min"] / second["throughput_max"], first["throughput_max"] / second["throughput_min"]
+    if low > 1:
+        text = f"wins: {low:.1f}-{high:.1f}x the runner-up" if high - low >= 0.1 else f"wins: {low:.2f}x the runner-up"
+        out.loc[first.name, "verdict"] = text
+    else:
+        tied = ok[ok["throughput_max"] >= first["throughput_min"]]
+        out.loc[tied.index, "verdict"] = f"tie within noise ({len(tied)} rows' ranges overlap)"
+    return out
 
 
 def memory_trace(model: str, url: str, csv_file: str | Path, *, concurrency: int, seconds: float,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import shutil
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -370,6 +370,10 @@ def _place_artifact(repository: str | Path, config: mc.ModelConfig, artifact: st
     target = version_dir / (config.default_model_filename or DEFAULT_FILENAME[config.platform])
     if Path(artifact).resolve() != target.resolve():
         shutil.copyfile(artifact, target)
+    described = Path(artifact).with_name("engine.json")  # a TensorRT engine's own description (its TensorRT version)
+    if config.platform == "tensorrt_plan" and described.is_file() \
+            and described.resolve() != (version_dir / "engine.json").resolve():
+        shutil.copyfile(described, version_dir / "engine.json")  # launchers.stale_engines reads it before serving
     return model_dir
 
 
@@ -394,9 +398,11 @@ def tree(repository: str | Path) -> str:
 def derive(repository: str | Path, source: str, name: str, *, target: str | Path | None = None,
            preferred_batch_sizes: Sequence[int] | None = None, max_queue_delay_us: int | None = None,
            instance_count: int | None = None, instance_kind: str | None = None,
-           gpus: Sequence[int] | None = None) -> mc.ModelConfig:
+           gpus: Sequence[int] | None = None, parameters: Mapping[str, str] | None = None,
+           warmup_batch_sizes: Sequence[int] | None = None) -> mc.ModelConfig:
     """Copy model `source` as `name` (into `target`, default the same repository) with dynamic batching, instance
-    count, instance kind (KIND_CPU / KIND_GPU) or the GPUs of a KIND_GPU group (`count` instances on *each*) changed."""
+    count, instance kind (KIND_CPU / KIND_GPU), the GPUs of a KIND_GPU group (`count` instances on *each*), backend
+    `parameters` (e.g. the PyTorch backend's INFERENCE_MODE) or a `model_warmup` of zeros at each batch size changed."""
     src_dir = Path(repository) / source
     config = read_config(src_dir)
     config.name = name
@@ -417,6 +423,18 @@ def derive(repository: str | Path, source: str, name: str, *, target: str | Path
                                  f"{mc.ModelInstanceGroup.Kind.Name(group.kind)}")
             group.ClearField("gpus")
             group.gpus.extend(gpus)
+    for key, value in (parameters or {}).items():
+        config.parameters[key].string_value = str(value)
+    if warmup_batch_sizes is not None:
+        config.ClearField("model_warmup")
+        for size in warmup_batch_sizes:
+            if not 1 <= size <= max(config.max_batch_size, 1):
+                raise ValueError(f"model '{name}': warm-up batch size {size} is outside 1..{config.max_batch_size}")
+            warmup = config.model_warmup.add(name=f"batch{size}", batch_size=size, count=2)  # twice: profile, then optimize
+            for tensor in config.input:
+                warmup.inputs[tensor.name].data_type = tensor.data_type
+                warmup.inputs[tensor.name].dims.extend(tensor.dims)
+                warmup.inputs[tensor.name].zero_data = True
     versions = sorted((p for p in src_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
     if not versions:
         raise FileNotFoundError(f"model '{source}' has no version folder in {src_dir}")

@@ -228,8 +228,10 @@ def _failure_lines(error: Exception, nb_path: Path, log: Path, cells: int) -> li
     if isinstance(error, PapermillExecutionError):
         source = error.source.strip().splitlines()
         shown = source[:8] + ([f"... ({len(source) - 8} more lines)"] if len(source) > 8 else [])
+        said = str(error.evalue).strip().splitlines() or [""]
+        told = said if len(said) <= 10 else [*said[:2], f"... ({len(said) - 8} lines)", *said[-6:]]  # the end says why
         lines = [f"    cell {error.cell_index + 1} of {cells}:", *(f"    | {line}" for line in shown),
-                 f"    {error.ename}: {error.evalue}".rstrip()[:600]]
+                 f"    {error.ename}: {told[0]}"[:400], *(f"      {line}"[:400] for line in told[1:])]
     else:
         lines = [f"    {type(error).__name__}: {error}"[:600]]
     return lines + [f"    full traceback: {nb_path}; kernel and server logs: {log}"]

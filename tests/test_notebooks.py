@@ -74,7 +74,10 @@ def test_resnet18_track_numbers(ci_run):
                                                   "resnet18_opt + dynamic batching"}
     assert all("native (pytorch backend)" in s for s in compare["served"].values()), compare["served"]
     assert all(v["throughput"] > 0 for v in compare["at_top_concurrency"].values())
-    assert {k["knob"] for k in compare["knobs"]} == {"instances", "preferred batch sizes", "queue delay (us)", "transport"}
+    assert {k["knob"] for k in compare["knobs"]} == {"instances", "preferred batch sizes", "queue delay (us)", "transport",
+                                                     "backend parameters"}
+    transports = {k["value"]: k for k in compare["knobs"] if k["knob"] == "transport"}
+    assert all(transports[t]["stable"] for t in ("HTTP", "gRPC")), transports  # bounded by a request count, measured
     assert compare["best"]["stable"] and compare["best"]["throughput"] > 0
     for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png", "12_candidates.png",
                 "13_latency_split.png"):
@@ -116,7 +119,8 @@ def test_half_day_agenda_runs_in_its_order(ci_run, tmp_path):
         shutil.copy(series.ROOT / "build" / "resnet18" / name, build / "resnet18" / name)
     shutil.copytree(series.ROOT / "models" / "resnet18_pytorch", models / "resnet18_pytorch")
     # one value per knob: 13's knob sweep is the full run's to test; here only what 13 compares matters
-    knobs = {"instance_counts": [1], "preferred_batch_options": [[8, 16]], "queue_delays_us": [100]}
+    knobs = {"instance_counts": [1], "preferred_batch_options": [[8, 16]], "queue_delays_us": [100],
+             "backend_options": {"defaults": {}}}
     run = series.run_series(tmp_path / "half", "ci", only=["13"],
                             overrides={"models_dir": str(models), "build_dir": str(build), **knobs})
     assert (run / "report.md").read_text().count("| ok |") == 1

@@ -1,0 +1,75 @@
+"""Measuring without losing the article's transport: a request count that fits the memory limit, warm-up passes,
+repeated headline rows with their spread, backend parameters and warm-up in a derived config, and the in-process
+reference with the input on the device."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import bench, perf, repository
+
+
+def test_a_request_count_bounds_what_perf_analyzer_keeps():
+    args = perf.perf_args("m", "127.0.0.1:8001", concurrency="16", request_count=3000)
+    assert args[args.index("--request-count") + 1] == "3000"
+    fp32, uint8 = perf.bounded_requests(602_112, 3.5), perf.bounded_requests(150_528, 3.5)
+    # sized from the tensor's bytes plus perf_analyzer's own per request (measured on the H200), under 80 % of the limit
+    for nbytes, options in ((602_112, fp32), (150_528, uint8)):
+        held = options["request_count"] * (nbytes + perf.REQUEST_FIXED_BYTES) * perf.REQUEST_MARGIN
+        assert 0.7 * 3.5 * 2**30 < held <= 0.8 * 3.5 * 2**30, (nbytes, options)
+    assert uint8["request_count"] > 2 * fp32["request_count"]
+    assert perf.bounded_requests(602_112, 3.5, most=47, least=20) == {"request_count": 47}  # a CPU's rate caps it
+    with pytest.raises(ValueError, match="leave .* requests under 0.1 GB .*use shared memory"):
+        perf.bounded_requests(602_112, 0.1)
+
+
+def test_the_warm_up_pass_is_the_level_itself_unmeasured(tmp_path, monkeypatch):
+    monkeypatch.setattr(perf, "find_perf_analyzer", lambda: perf.PerfAnalyzer(tmp_path / "perf_analyzer", "test", {}))
+    command, _ = perf.warmup_command("m", "h:1", tmp_path / "x.csv", 16, None, 2.0, protocol="grpc",
+                                     measurement_interval_ms=5000, max_trials=10, stability_percentage=10)
+    assert command[command.index("--concurrency-range") + 1] == "16"
+    assert command[command.index("--measurement-interval") + 1] == "2000"
+    assert command[command.index("--max-trials") + 1] == "1" and command[-1].endswith("x_warmup.csv")
+    counted, _ = perf.warmup_command("m", "h:1", tmp_path / "x.csv", 16, None, 2.0, request_count=3000)
+    assert counted[counted.index("--request-count") + 1] == "300"  # a tenth: the memory bound holds for it too
+
+
+def _rows(*ranges):
+    return pd.DataFrame([{"variant": f"v{i}", "stable": True, "throughput": (lo + hi) / 2, "throughput_min": lo,
+                          "throughput_max": hi} for i, (lo, hi) in enumerate(ranges)])
+
+
+def test_a_winner_must_clear_the_runner_ups_range():
+    won = perf.verdict(_rows((900, 1000), (700, 800), (100, 200)))
+    assert won.loc[0, "verdict"].startswith("wins: 1.1-1.4x") and won.loc[1, "verdict"] == ""
+    tied = perf.verdict(_rows((900, 1000), (950, 980), (100, 200)))
+    assert list(tied["verdict"][:2]) == ["tie within noise (2 rows' ranges overlap)"] * 2 and tied.loc[2, "verdict"] == ""
+    assert (perf.verdict(_rows((900, 1000)).drop(columns=["throughput_min"]))["verdict"] == "").all()
+
+
+def test_derive_sets_backend_parameters_and_a_warm_up_per_batch_size(tiny_repo):
+    config = repository.derive(tiny_repo, "tiny", "tiny_b", parameters={"ENABLE_JIT_PROFILING": "false"},
+                               warmup_batch_sizes=[1, 8])
+    again = repository.read_config(tiny_repo / "tiny_b")
+    assert again.parameters["ENABLE_JIT_PROFILING"].string_value == "false" and again == config
+    assert [(w.batch_size, w.count) for w in again.model_warmup] == [(1, 2), (8, 2)]
+    assert list(again.model_warmup[0].inputs["X"].dims) == [8] and again.model_warmup[0].inputs["X"].zero_data
+    with pytest.raises(ValueError, match="warm-up batch size 9 is outside 1..8"):
+        repository.derive(tiny_repo, "tiny", "tiny_c", warmup_batch_sizes=[9])
+
+
+def test_the_in_process_reference_times_the_forward_pass_on_the_device(tmp_path):
+    import torch
+
+    module = torch.jit.script(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 3)).eval())
+    module.save(str(tmp_path / "m.pt"))
+    sample = np.ones((1, 3, 4), np.float32)
+    assert bench.device_throughput(tmp_path / "m.pt", "cpu", sample, 8, seconds=0.2) > 0
+    with pytest.raises(ValueError, match="cuda_graph needs a CUDA device; got 'cpu'"):
+        bench.device_throughput(tmp_path / "m.pt", "cpu", sample, 8, cuda_graph=True)
+
+
+def test_the_clients_busy_cores_are_its_cpu_time_over_its_run():
+    assert perf.Watched(0, [], 1.0, [], cpu_s=3.0, wall_s=2.0).client_cores == 1.5
+    assert perf.Watched(0, [], 1.0, []).client_cores == 0.0
