@@ -1,6 +1,7 @@
 """NGC container images and the `docker run` argument lists the series uses, all from one release tag."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -413,13 +414,12 @@ def stop_container(proc: subprocess.Popen, name: str, grace: float = 10.0) -> No
     (a killed CLI leaves its container running). Safe to call when the container has ended already."""
     try:
         if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGINT)  # the reaper ignores it, the CLI in its group gets it
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:  # ended between poll() and killpg()
-                pass
+            with contextlib.suppress(ProcessLookupError):  # it may end between poll() and killpg()
+                try:
+                    os.killpg(proc.pid, signal.SIGINT)  # the reaper ignores it, the CLI in its group gets it
+                    proc.wait(grace)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
     finally:
         try:
             if proc.poll() is None:
