@@ -233,7 +233,7 @@ def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str 
 
 
 # perf_analyzer's resident memory per request sent: the tensor's bytes plus about 250 KB of its own (measured on an
-# H200, 2026-12-02: 3420 MB after 3994 FP32 requests of 602,112 bytes, i.e. 856 KB each); a 10 % margin on top
+# H200, 2026-12-02: 3420 MiB after 3994 FP32 requests of 602,112 bytes, 877 KiB each); a 10 % margin on top
 REQUEST_FIXED_BYTES = 256 * 1024
 REQUEST_MARGIN = 1.1
 

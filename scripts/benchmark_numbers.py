@@ -518,6 +518,21 @@ def section_measured_right() -> str:
         "The levers that would shorten it are outside one batch-1 client: more requests in flight (the knee above), "
         "batched requests from the client, or in-process serving through Triton's C API; none was measured here.",
     ]
+    again = json.loads((DATA / "h200_2026-12-02b_14_results.json").read_text())
+    per_request_kb = base["peak_rss_mb"] * 1024 / base["requests"]  # what sized the second call's counts
+    rows_b = {r["variant"]: r for r in again["variants"]}
+    wire = [r for label, r in rows_b.items() if "gRPC" in label and r.get("requests")]
+    lines.append(
+        f"- **A later device call, same code, request counts sized from the measured {per_request_kb:.0f} KB per request** "
+        f"(`docs/runs/h200-2026-12-02b/`): every row with the tensor in the request measured, perf_analyzer's peak "
+        f"{min(r['peak_rss_mb'] for r in wire):.0f}-{max(r['peak_rss_mb'] for r in wire):.0f} MB ("
+        + ", ".join(f"{r['variant']} {r['throughput']:.0f} infer/s, {int(r['requests'])} requests" for r in wire)
+        + f"). The same rows moved between the two calls: the article's baseline {_rng([base['throughput'], rows_b[base['variant']]['throughput']], '.0f')}, "
+        f"the best at concurrency 16 {best['throughput']:.0f} then {rows_b[again['best']]['throughput']:.0f} ({again['best']}), "
+        f"the knee {knee['throughput']:.0f} at {int(knee['concurrency'])} then {again['knee']['throughput']:.0f} at "
+        f"{int(again['knee']['concurrency'])}; within the second call one row's three runs spanned "
+        f"{max(r['throughput_max'] / r['throughput_min'] - 1 for r in again['variants'] if r.get('throughput_min') == r.get('throughput_min') and r.get('throughput_min')):.0%}. "
+        "A number from one device call is that call's; compare rows of one call, as the notebooks do.")
     return "\n".join(lines)
 
 
