@@ -106,7 +106,7 @@ def _watched_processes(root: psutil.Process, marker: str) -> list[psutil.Process
     return procs
 
 
-LOCK_FILE = Path(tempfile.gettempdir()) / "triton-tutorials-perf_analyzer.lock"
+LOCK_FILE = Path(tempfile.gettempdir()) / f"triton-tutorials-perf_analyzer-{os.getuid()}.lock"  # per user: theirs is not ours to open
 
 
 @contextlib.contextmanager
