@@ -39,8 +39,9 @@ class MemoryLimitExceeded(RuntimeError):
 
 
 # perf_analyzer keeps a copy of every request it sends over gRPC/HTTP until it exits (upstream issue #84), so its
-# memory grows with bytes sent: about 250 MB/s with 602 KB FP32 images at concurrency 4 on two CPU cores, 124 GB
-# and an OOM kill within a minute on an H200. Shared memory (`--shared-memory system|cuda`) sends no tensor bytes.
+# memory grows with the requests sent: on an H200 3744 MB within 2 s at concurrency 16 (docs/data/h200_14_results.json)
+# and 877 KiB per 602 KB FP32 request (REQUEST_FIXED_BYTES below). Shared memory (`--shared-memory system|cuda`)
+# sends no tensor bytes.
 MEMORY_ISSUE = "https://github.com/triton-inference-server/perf_analyzer/issues/84"
 MEMORY_CAP_GB = 3.5  # sampled every 0.2 s: a run stopped here stays under 4 GB
 MEMORY_SHARE = 0.25
@@ -106,7 +107,8 @@ def _watched_processes(root: psutil.Process, marker: str) -> list[psutil.Process
     return procs
 
 
-LOCK_FILE = Path(tempfile.gettempdir()) / f"triton-tutorials-perf_analyzer-{os.getuid()}.lock"  # per user: theirs is not ours to open
+# per user: another user's lock file is not ours to open for writing
+LOCK_FILE = Path(tempfile.gettempdir()) / f"triton-tutorials-perf_analyzer-{os.getuid()}.lock"
 
 
 @contextlib.contextmanager
