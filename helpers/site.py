@@ -19,7 +19,7 @@ _DOCS = {"docs/benchmarks.md": "benchmarks.md", "docs/workshop.md": "workshop.md
 
 
 def latest_run(runs: Path = ROOT / "runs") -> Path:
-    """The newest run folder that executed every notebook (it has report.md and all twelve notebooks)."""
+    """The newest run folder that executed every notebook (it has report.md and every numbered notebook)."""
     names = {nb.name for nb in notebooks()}
     done = [d for d in runs.iterdir() if (d / "report.md").exists() and names <= {p.name for p in d.glob("*.ipynb")}] \
         if runs.is_dir() else []
