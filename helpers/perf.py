@@ -5,6 +5,7 @@ import contextlib
 import fcntl
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -61,7 +62,7 @@ class Watched:
     peak_mb: float
     trace: list[tuple[float, float]]  # (seconds since start, resident MB)
     stopped: str = ""                 # why the guard stopped it ("" when it ended on its own)
-    cpu_s: float = 0.0                # CPU time (user + system) of the perf_analyzer processes, last sample
+    cpu_s: float = 0.0                # CPU time (user + system) of perf_analyzer: samples, or its rusage once waited for
     wall_s: float = 0.0               # how long the command ran
 
     @property
@@ -129,6 +130,7 @@ def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: flo
     of the perf_analyzer it starts every `interval` seconds; past `limit_gb`, kill it (SIGKILL to perf_analyzer,
     wherever it runs) and say so in `stopped`."""
     with one_load_generator(), tempfile.TemporaryFile("w+") as out:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
         root, started, trace, stopped, cpu = psutil.Process(proc.pid), time.monotonic(), [], "", {}
         try:
@@ -151,10 +153,15 @@ def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: flo
                 proc.kill()
             proc.wait()
         wall = time.monotonic() - started
+        # the command's own CPU time once it has been waited for (a short run may end between two samples; in a
+        # container, only the docker CLI's is counted here, and the samples above find the containerized process)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        waited = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
         out.seek(0)
         lines = out.readlines()
     peak = max((mb for _, mb in trace), default=0.0)
-    return Watched(proc.returncode, lines, peak, trace, stopped, round(sum(cpu.values()), 3), round(wall, 3))
+    return Watched(proc.returncode, lines, peak, trace, stopped, round(max(sum(cpu.values()), waited), 3),
+                   round(wall, 3))
 
 
 @dataclass
@@ -371,7 +378,7 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
             watched = _run_level(model, url, level_csv, docker_tag, {**kwargs, "concurrency": str(level)}, limit)
             log += watched.output
             rows.append(parse_csv(level_csv).assign(stable=True, peak_rss_mb=watched.peak_mb,
-                                                    client_cores=round(watched.client_cores, 2),
+                                                    client_cores=round(watched.client_cores, 3),
                                                     requests=kwargs.get("request_count") or 0, error=""))
             level_csv.unlink()
         except (UnstableMeasurement, MemoryLimitExceeded) as exc:
