@@ -35,6 +35,28 @@ class UnstableMeasurement(RuntimeError):
     """perf_analyzer could not get measurements within --stability-percentage in --max-trials windows."""
 
 
+# `-v` makes perf_analyzer print every measurement window ("Pass [3] throughput: 512.3 infer/sec. Avg latency: 1950
+# usec ..."): the windows a level did not stabilize over are the measured reason it did not.
+PASS_LINE = re.compile(r"Pass \[(\d+)\] throughput: ([\d.]+) infer/sec\. Avg latency: (\d+) usec")
+
+
+def window_spread(lines: Sequence[str]) -> str:
+    """What perf_analyzer's last three windows measured, and how far apart they were (max/min - 1, the quantity
+    --stability-percentage bounds for throughput and average latency alike): why a level did or did not stabilize."""
+    passes = [(float(m[2]), int(m[3]) / 1000) for line in lines for m in [PASS_LINE.search(line)] if m]
+    if len(passes) < 3:
+        return f"{len(passes)} window(s) printed, fewer than the three it compares"
+    last = passes[-3:]
+    rates, latencies = [r for r, _ in last], [t for _, t in last]
+    return (f"its last three windows: {min(rates):.1f}-{max(rates):.1f} infer/s ({_apart(rates):.0%} apart), "
+            f"average latency {min(latencies):.2f}-{max(latencies):.2f} ms ({_apart(latencies):.0%} apart)")
+
+
+def _apart(values: Sequence[float]) -> float:
+    """max/min - 1: how far apart perf_analyzer's windows were, as its stability check reads them."""
+    return max(values) / min(values) - 1 if min(values) > 0 else float("inf")
+
+
 class MemoryLimitExceeded(RuntimeError):
     """perf_analyzer's resident memory passed the limit; it was stopped before the kernel's OOM killer could act."""
 
@@ -227,7 +249,7 @@ def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str 
               if measurement_request_count else ["--measurement-interval", str(measurement_interval_ms)])
     args = ["-m", model, "-u", url, "-i", protocol, "-b", str(batch_size), "--concurrency-range", concurrency,
             *window, "--max-trials", str(max_trials), "--stability-percentage", str(stability_percentage),
-            "--shared-memory", shared_memory]
+            "--shared-memory", shared_memory, "-v"]
     if input_data:
         args += ["--input-data", input_data]
     for name, dims in (shapes or {}).items():
@@ -316,8 +338,9 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
                                   f"({MEMORY_ISSUE}): {remedy}")
     if not kwargs.get("request_count") and any("Failed to obtain stable measurement" in ln for ln in lines):
         raise UnstableMeasurement(f"perf_analyzer found no stable measurement for {model!r} at concurrency "
-                                  f"{kwargs.get('concurrency')}: lengthen --measurement-interval or loosen "
-                                  "--stability-percentage")
+                                  f"{kwargs.get('concurrency')}: {window_spread(lines)}, against "
+                                  f"{kwargs.get('stability_percentage', 10)} %: lengthen --measurement-interval or "
+                                  "loosen --stability-percentage")
     if watched.returncode != 0 or not csv_file.exists() or any(re.search(r"had error|Failed to|failed", ln) for ln in lines):
         raise RuntimeError(f"perf_analyzer failed (exit {watched.returncode}) for model {model!r}; command:\n"
                            f"  {ngc.as_shell(command)}\n" + "".join(lines[-25:]))

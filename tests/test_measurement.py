@@ -73,3 +73,17 @@ def test_the_in_process_reference_times_the_forward_pass_on_the_device(tmp_path)
 def test_the_clients_busy_cores_are_its_cpu_time_over_its_run():
     assert perf.Watched(0, [], 1.0, [], cpu_s=3.0, wall_s=2.0).client_cores == 1.5
     assert perf.Watched(0, [], 1.0, []).client_cores == 0.0
+
+
+def test_an_unstable_level_says_how_far_apart_its_windows_were():
+    """perf_analyzer runs with -v, so its windows are printed; a level that did not stabilize is reported with its
+    last three windows' spread (the measured reason), not only a remedy. Lines from perf_analyzer 2.50 on this CPU."""
+    assert "-v" in perf.perf_args("m", "127.0.0.1:8001")
+    lines = ["Request concurrency: 1\n",
+             "  Pass [1] throughput: 0.415289 infer/sec. Avg latency: 2332317 usec (std 18446744073709551615 usec). \n",
+             "  Pass [2] throughput: 0.41578 infer/sec. Avg latency: 1922850 usec (std 18446744073709551615 usec). \n",
+             "  Pass [3] throughput: 0.414787 infer/sec. Avg latency: 2229129 usec (std 18446744073709551615 usec). \n",
+             "Failed to obtain stable measurement within 3 measurement windows for concurrency 1.\n"]
+    assert perf.window_spread(lines) == ("its last three windows: 0.4-0.4 infer/s (0% apart), "
+                                         "average latency 1922.85-2332.32 ms (21% apart)")
+    assert perf.window_spread(lines[:2]).startswith("1 window(s) printed")
