@@ -16,11 +16,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import psutil
 
 from . import ngc
+
+if TYPE_CHECKING:
+    from .runtime import LocalTriton
 
 INSTALL_HINT = ("perf_analyzer not found. Run `./tutorial setup` (it unpacks the binary from tritonclient==2.50.0's "
                 "wheel into the virtual environment), or set PERF_ANALYZER_BIN, or `pip install perf-analyzer` "
@@ -345,6 +349,72 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
         raise RuntimeError(f"perf_analyzer failed (exit {watched.returncode}) for model {model!r}; command:\n"
                            f"  {ngc.as_shell(command)}\n" + "".join(lines[-25:]))
     return watched
+
+
+def c_api_layout(local: "LocalTriton", model_repository: str | Path, models: Sequence[str], work: str | Path) -> Path:
+    """What perf_analyzer's C API mode loads, laid out in `work`: a Triton install folder (`lib/libtritonserver.so`,
+    `backends/`: the local server's own, linked) and a repository holding only `models` (linked), so the server it
+    starts in its own process loads nothing else. Returns the install folder; the repository is beside it."""
+    from .native_backends import server_library
+
+    work = Path(work).resolve()
+    install, repo = work / "tritonserver", work / "repository"
+    for folder in (install / "lib", repo):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    (install / "lib" / "libtritonserver.so").symlink_to(server_library(local))
+    backends = install / "backends"
+    if backends.is_symlink() or backends.exists():
+        backends.unlink()
+    backends.symlink_to(local.backend_dir.resolve())
+    for name in models:
+        source = Path(model_repository).resolve() / name
+        if not (source / "config.pbtxt").exists():
+            raise FileNotFoundError(f"model {name!r} has no config.pbtxt in {model_repository}: expected {source}")
+        (repo / name).symlink_to(source)
+    return install
+
+
+def c_api_command(model: str, install: str | Path, csv_file: str | Path, local: "LocalTriton", *,
+                  concurrency: int = 1, batch_size: int = 1, measurement_interval_ms: int = 5000, max_trials: int = 10,
+                  stability_percentage: int = 10) -> tuple[list[str], dict[str, str]]:
+    """perf_analyzer with Triton in its own process (`--service-kind=triton_c_api`): no HTTP/gRPC, no network, the
+    inputs handed over in host memory. Its documented limits: no async mode, no shared memory, no request-rate mode
+    (perf_analyzer's docs, "Benchmarking Triton directly via C API")."""
+    install = Path(install)
+    pa = find_perf_analyzer()
+    args = ["-m", model, "--service-kind=triton_c_api", f"--triton-server-directory={install}",
+            f"--model-repository={install.parent / 'repository'}", "-b", str(batch_size),
+            "--concurrency-range", str(concurrency), "--measurement-interval", str(measurement_interval_ms),
+            "--max-trials", str(max_trials), "--stability-percentage", str(stability_percentage), "-v",
+            "-f", str(Path(csv_file).resolve())]
+    library_dir = str((install / "lib" / "libtritonserver.so").resolve().parent)
+    ld = os.pathsep.join(p for p in [library_dir, local.env.get("LD_LIBRARY_PATH", ""), pa.env.get("LD_LIBRARY_PATH", ""),
+                                     os.environ.get("LD_LIBRARY_PATH", "")] if p)
+    return [str(pa.binary), *args], {**pa.env, **local.env, "LD_LIBRARY_PATH": ld}
+
+
+def c_api_level(model: str, install: str | Path, csv_file: str | Path, local: "LocalTriton", *,
+                memory_limit_gb: float | None = None, **kwargs) -> dict:
+    """One concurrency level through the C API (c_api_command), under the memory guard, as one row like
+    measure_level's (stable=False and the reason when it fails)."""
+    csv_file = Path(csv_file).resolve()
+    csv_file.parent.mkdir(parents=True, exist_ok=True)
+    command, env = c_api_command(model, install, csv_file, local, **kwargs)
+    watched = watch(command, {**os.environ, **env}, marker=csv_file.name,
+                    limit_gb=memory_limit_gb or default_memory_limit_gb())
+    csv_file.with_suffix(".log").write_text("".join(watched.output))
+    failed = (watched.stopped or watched.returncode != 0 or not csv_file.exists()
+              or any("Failed to obtain stable measurement" in line for line in watched.output))
+    if failed:
+        reason = (watched.stopped or (f"no stable measurement: {window_spread(watched.output)}"
+                                      if any("stable measurement" in line for line in watched.output) else
+                                      f"perf_analyzer exited {watched.returncode}: " + "".join(watched.output[-3:]).strip()))
+        return {"concurrency": kwargs.get("concurrency", 1), "stable": False, "throughput": float("nan"),
+                "p99_ms": float("nan"), "error": reason}
+    row = parse_csv(csv_file).iloc[0].to_dict()
+    return {**row, "stable": True, "peak_rss_mb": watched.peak_mb, "client_cores": round(watched.client_cores, 3),
+            "requests": 0, "error": ""}
 
 
 def warmup_command(model: str, url: str, csv_file: str | Path, concurrency: int, docker_tag: str | None = None,
