@@ -87,3 +87,33 @@ def test_an_unstable_level_says_how_far_apart_its_windows_were():
     assert perf.window_spread(lines) == ("its last three windows: 0.4-0.4 infer/s (0% apart), "
                                          "average latency 1922.85-2332.32 ms (21% apart)")
     assert perf.window_spread(lines[:2]).startswith("1 window(s) printed")
+
+
+def test_the_c_api_row_loads_only_its_model_with_the_local_servers_library_and_backends(tmp_path, monkeypatch):
+    """perf_analyzer's C API mode wants a Triton install folder (lib/libtritonserver.so, backends/) and a repository:
+    the local server's own, linked, and a repository of the one model measured; a model without config is refused."""
+    from helpers.runtime import LocalTriton
+
+    lib, backends = tmp_path / "libs" / "libtritonserver-abc.so", tmp_path / "backends"
+    lib.parent.mkdir()
+    lib.write_bytes(b"")
+    (backends / "pytorch").mkdir(parents=True)
+    local = LocalTriton(tmp_path / "bin" / "tritonserver", backends, "test", {"LD_LIBRARY_PATH": "/x"})
+    repo = tmp_path / "models"
+    for name in ("wanted", "other"):
+        (repo / name / "1").mkdir(parents=True)
+        (repo / name / "config.pbtxt").write_text(f'name: "{name}"')
+    import helpers.native_backends
+
+    monkeypatch.setattr(helpers.native_backends, "server_library", lambda _local: lib)
+    install = perf.c_api_layout(local, repo, ["wanted"], tmp_path / "capi")
+    with pytest.raises(FileNotFoundError, match="no config.pbtxt"):
+        perf.c_api_layout(local, repo, ["missing"], tmp_path / "capi2")
+    assert (install / "lib" / "libtritonserver.so").resolve() == lib.resolve()
+    assert (install / "backends").resolve() == backends.resolve()
+    assert sorted(p.name for p in (install.parent / "repository").iterdir()) == ["wanted"]
+    command, env = perf.c_api_command("wanted", install, tmp_path / "c.csv", local, concurrency=16, batch_size=1)
+    assert "--service-kind=triton_c_api" in command and f"--triton-server-directory={install}" in command
+    assert f"--model-repository={install.parent / 'repository'}" in command
+    assert "--shared-memory" not in command and "-u" not in command  # no network, no shared memory in this mode
+    assert env["LD_LIBRARY_PATH"].split(":")[:2] == [str(lib.parent.resolve()), "/x"]
