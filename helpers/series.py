@@ -74,11 +74,21 @@ def auto_profile() -> tuple[str | None, str]:
 
 
 def expected_duration(profile: str | None) -> str:
-    """What a whole series took with this profile when it was last measured (notebooks/profiles.yml `about`)."""
+    """What a whole series took with this profile when it was last measured (notebooks/profiles.yml `about`). Its
+    {minutes}, {seconds}, {count} and {recorded} are filled from the recorded runs' reports (`recorded:`), so the
+    time printed is the one on record, not a copy of it."""
     import yaml
 
     entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
-    return entry.get("about", "not measured for this profile yet")
+    about = entry.get("about", "not measured for this profile yet")
+    if "{" not in about:
+        return about
+    times = recorded_seconds(profile)
+    if not times:
+        raise ValueError(f"profile {profile!r}: `about` quotes the recorded runs' times, but `recorded:` names none")
+    total = sum(times.values())
+    return about.format(minutes=f"{total / 60:.0f}", seconds=f"{total:.0f}", count=len(times),
+                        recorded=", ".join(entry.get("recorded", [])))
 
 
 def save_results(run_dir: str | Path, notebook: str, results: dict) -> None:

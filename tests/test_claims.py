@@ -165,3 +165,21 @@ def test_10_says_why_torchscript_with_the_backends_readme():
     text = _flat(_markdown("10_resnet18_torchscript"))
     assert "https://github.com/triton-inference-server/pytorch_backend#aot-inductor-support-beta" in text
     assert '`platform: "torch_aoti"` since Triton 26.03' in text and "batch sizes greater than 1" in text
+
+
+def test_ci_run_time_quoted_is_the_recorded_runs():
+    """25. README and the console's expected time both come from the recorded CI run's report (profiles.yml
+    `recorded:`), not from two hand-typed copies."""
+    import yaml
+
+    folders = yaml.safe_load(series.PROFILES_FILE.read_text())["ci"]["recorded"]
+    rows = [row for folder in folders for report in sorted((ROOT / folder).glob("report*.md"))
+            for row in re.findall(r"^\| (\d\d_\w+) \| ok \| (\d+) \|", report.read_text(), re.M)]
+    total = sum(float(s) for _, s in rows)
+    assert rows and total > 60
+    printed = series.expected_duration("ci")
+    assert f"about {total / 60:.0f} minutes ({total:.0f} s) for all {len(rows)} notebooks" in printed, printed
+    readme = _flat((ROOT / "README.md").read_text())
+    quoted = re.findall(r"`ci` \(local server, random weights, short sweeps; about (\d+) min on 2 cores, the recorded "
+                        r"CI run in `([^`]+)`\)", readme)
+    assert quoted == [(f"{total / 60:.0f}", folders[-1])], quoted
