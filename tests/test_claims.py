@@ -183,3 +183,18 @@ def test_ci_run_time_quoted_is_the_recorded_runs():
     quoted = re.findall(r"`ci` \(local server, random weights, short sweeps; about (\d+) min on 2 cores, the recorded "
                         r"CI run in `([^`]+)`\)", readme)
     assert quoted == [(f"{total / 60:.0f}", folders[-1])], quoted
+
+
+def test_04_and_10_say_what_triton_completes_itself():
+    """31. Auto-complete (on by default, `--disable-auto-complete-config`) in prose with its link; 10 serves a config
+    without platform and instance group and prints what the server reports (get_model_config) beside its own."""
+    anchor = "model_configuration.html#auto-generated-model-configuration"
+    for stem in ("04_model_repository", "10_resnet18_torchscript"):
+        text = _flat(_markdown(stem))
+        assert anchor in text and "--disable-auto-complete-config" in text, stem
+    assert "default-max-batch-size" in _flat(_markdown("04_model_repository"))
+    assert "not supported for pytorch backend" in _flat(_markdown("10_resnet18_torchscript"))
+    code = _code("10_resnet18_torchscript")
+    minimal = re.search(r'minimal_text = f"""(.*?)"""', code, re.S).group(1)
+    assert "platform" not in minimal and "instance_group" not in minimal and 'backend: "pytorch"' in minimal
+    assert "client.get_model_config(name)" in code and "repository.fields(" in code

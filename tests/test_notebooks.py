@@ -59,7 +59,13 @@ def test_keras_track_numbers(ci_run):
 
 @pytest.mark.notebooks
 def test_resnet18_track_numbers(ci_run):
-    assert _results(ci_run, "10_resnet18_torchscript")["parity_torchscript_vs_eager"]["top1_agreement"] == 1.0
+    ten = _results(ci_run, "10_resnet18_torchscript")
+    assert ten["parity_torchscript_vs_eager"]["top1_agreement"] == 1.0
+    # issue 24, item 31: the server completed the minimal config (platform, file name, instance group), and its
+    # PyTorch backend said it completes nothing itself
+    assert 'platform: "pytorch_libtorch"' in ten["autocompleted"] and "KIND_CPU" in ten["autocompleted"]
+    assert 'default_model_filename: "model.pt"' in ten["autocompleted"] and "model_warmup" not in ten["autocompleted"]
+    assert any("not supported for pytorch backend" in line for line in ten["autocomplete_log"])
     baseline = _results(ci_run, "11_baseline_benchmark")["table"]
     assert [row["concurrency"] for row in baseline] == [1, 4]
     assert all(row["throughput"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0 for row in baseline)
