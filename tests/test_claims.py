@@ -7,6 +7,7 @@ import json
 import re
 
 import pandas as pd
+import pytest
 
 from helpers import perf, series
 
@@ -198,3 +199,39 @@ def test_04_and_10_say_what_triton_completes_itself():
     minimal = re.search(r'minimal_text = f"""(.*?)"""', code, re.S).group(1)
     assert "platform" not in minimal and "instance_group" not in minimal and 'backend: "pytorch"' in minimal
     assert "client.get_model_config(name)" in code and "repository.fields(" in code
+
+
+def test_every_number_in_prose_is_rendered_from_data_or_names_its_source():
+    """What to build 5: every claim (a number with a unit of a measured quantity) in README, docs/*.md and the
+    notebooks' markdown is generated from docs/data or has a source in its paragraph; the rules and every exemption
+    are in scripts/benchmark_numbers.py (CLAIM_UNITS, CLAIM_SOURCES, CLAIM_EXEMPT, CLAIM_SETTINGS)."""
+    texts = numbers.claim_texts()
+    assert {"README.md", "docs/workshop.md", "docs/glossary.md", "11_baseline_benchmark.ipynb"} <= set(texts)
+    found = [c for name, text in texts.items() for c in numbers.claims(text, name)]
+    assert len(found) > 40 and {c["source"] for c in found} >= {"a link", "docs/data", "a recorded run"}
+    assert not numbers.unsourced(texts), "\n".join(f"{c['doc']}: {c['claim']!r} in ...{c['near']}..."
+                                                   for c in numbers.unsourced(texts))
+
+
+def test_a_planted_number_without_a_source_is_caught():
+    """The claims check can fail: a measured number planted in a copy of README, of a notebook's markdown and of a
+    generated page outside its generated section is listed; the same number in code, or with its source, is not."""
+    texts = numbers.claim_texts()
+    planted = "On a laptop the baseline serves 4321 infer/s with p99 12.5 ms."
+    for name in ("README.md", "14_near_the_limit.ipynb", "docs/benchmarks.md", "docs/glossary.md"):
+        copy = {**texts, name: texts[name].replace("\n\n", f"\n\n{planted}\n\n", 1)}  # after the first paragraph
+        assert {(c["doc"], c["claim"]) for c in numbers.unsourced(copy)} == {(name, "4321 infer/s"), (name, "12.5 ms")}
+    for harmless in ("`4321 infer/s`", planted + " (`docs/data/h200_14_variants.csv`)",
+                     "Check it: 3 x 224 x 224 x 4 = 602 KB."):
+        copy = {**texts, "README.md": texts["README.md"].replace("\n\n", f"\n\n{harmless}\n\n", 1)}
+        assert not numbers.unsourced(copy), harmless
+    wrong = texts["docs/workshop.md"].replace("the table's CPU times", "as measured", 1).replace(
+        "min of run time, the table's;", "min of run time;", 1)  # the sources taken away
+    assert [c["claim"] for c in numbers.unsourced({"docs/workshop.md": wrong})] == ["2.1 min", "2.7 min"]
+
+
+def test_an_exempt_setting_that_left_the_text_is_reported():
+    """CLAIM_SETTINGS cannot keep exempting a phrase the text no longer has."""
+    text = numbers.claim_texts()["README.md"].replace("the 20x reliability step", "the reliability step")
+    with pytest.raises(ValueError, match="no longer has"):
+        numbers.claims(text, "README.md")
