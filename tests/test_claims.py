@@ -184,6 +184,14 @@ def test_ci_run_time_quoted_is_the_recorded_runs():
     quoted = re.findall(r"`ci` \(local server, random weights, short sweeps; about (\d+) min on 2 cores, the recorded "
                         r"CI run in `([^`]+)`\)", readme)
     assert quoted == [(f"{total / 60:.0f}", folders[-1])], quoted
+    profiles = yaml.safe_load(series.PROFILES_FILE.read_text())
+    for name, entry in profiles.items():  # a profile with recorded runs quotes their times, not a copy of them
+        if isinstance(entry, dict) and entry.get("recorded"):
+            assert "{minutes}" in entry["about"] and not re.search(r"\d+ s\b", entry["about"]), (name, entry["about"])
+    gpu = series.expected_duration("gpu-local")
+    for notebook, seen in series.recorded_ranges("gpu-local").items():
+        low, high = f"{min(seen):.0f}", f"{max(seen):.0f}"
+        assert f"{notebook[:2]}: {low if low == high else f'{low}-{high}'} s" in gpu, (notebook, seen, gpu)
 
 
 def test_04_and_10_say_what_triton_completes_itself():
