@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import time
 import urllib.request
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -181,9 +182,14 @@ def torch_to_onnx(model, path: str | Path, *, input_name: str = "INPUT__0", outp
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.onnx.export(model.cpu().eval(), (torch.randn(1, 3, 224, 224),), str(path), input_names=[input_name],
-                      output_names=[output_name], dynamic_axes={input_name: {0: "batch"}, output_name: {0: "batch"}},
-                      opset_version=opset, dynamo=False)
+    with warnings.catch_warnings():
+        # A TorchScript module's forward is a C++ builtin without a Python signature: the TorchScript exporter says it
+        # cannot inspect it ("no signature found for builtin ... skipping _decide_input_format") and exports with the
+        # positional input given, which is what this export wants; nothing for a reader to act on.
+        warnings.filterwarnings("ignore", message="no signature found for builtin", category=UserWarning)
+        torch.onnx.export(model.cpu().eval(), (torch.randn(1, 3, 224, 224),), str(path), input_names=[input_name],
+                          output_names=[output_name], dynamic_axes={input_name: {0: "batch"}, output_name: {0: "batch"}},
+                          opset_version=opset, dynamo=False)
     return path
 
 

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from tritonclient.grpc import model_config_pb2 as mc
 
 from . import ngc
+from . import repository as repo
 
 # A current Kubernetes release for validation (kubernetes-validate ships the schemas; autoscaling/v2beta2 was
 # removed in 1.26, so a manifest that still uses it does not validate against this version).
@@ -39,10 +41,32 @@ def _labels(app: str) -> dict:
     return {"app.kubernetes.io/name": app}
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper without anchors: a dict used twice (the Deployment's labels, its selector and its
+    template's labels) is written out twice, as a manifest is written by hand, not as `&id001` ... `*id001`."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
+def dump(doc: dict) -> str:
+    """One manifest as plain YAML: keys in the order built, no anchors or aliases."""
+    return yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False)
+
+
+def _resources(gpus: int, cpu: str, memory: str) -> dict:
+    """A container's resources: `gpus` GPUs (the device plugin's `nvidia.com/gpu` limit) or none, and CPU/memory."""
+    if gpus < 0:
+        raise ValueError(f"gpus must be >= 0; got {gpus}")
+    requests = {"requests": {"cpu": cpu, "memory": memory}}
+    return {"limits": {"nvidia.com/gpu": gpus}, **requests} if gpus else requests
+
+
 def plain(app: str, models: Sequence[str], *, tag: str = ngc.NGC_TAG, repository_uri: str = "pvc",
           pvc_size: str = "10Gi", min_replicas: int = 1, max_replicas: int = 4, queue_target_us: float = 1000.0,
-          cpu: str = "4", memory: str = "16Gi") -> list[dict]:
-    """Deployment, Service, PodMonitor, prometheus-adapter rule and HPA for one Triton per GPU, in apply order.
+          cpu: str = "4", memory: str = "16Gi", gpus: int = 1) -> list[dict]:
+    """Deployment, Service, PodMonitor, prometheus-adapter rule and HPA, one Triton per pod with `gpus` GPUs (0: a
+    CPU pod, no GPU request), in apply order.
     `repository_uri`: "pvc" (a PersistentVolumeClaim mounted at /models, also created) or an object-store URI
     Triton reads itself (s3://..., gs://..., as://...)."""
     labels = _labels(app)
@@ -58,7 +82,7 @@ def plain(app: str, models: Sequence[str], *, tag: str = ngc.NGC_TAG, repository
         "args": ["tritonserver", f"--model-repository={repo}", "--model-control-mode=explicit",
                  *[f"--load-model={m}" for m in models], "--exit-timeout-secs=30"],
         "ports": [{"name": n, "containerPort": p} for n, p in CONTAINER_PORTS.items()],
-        "resources": {"limits": {"nvidia.com/gpu": 1}, "requests": {"cpu": cpu, "memory": memory}},
+        "resources": _resources(gpus, cpu, memory),
         # ready: every model loaded (the load balancer sends nothing before); live: the process answers
         "startupProbe": probe("/v2/health/ready", 10, 60),  # up to 10 minutes to load models and warm up
         "readinessProbe": probe("/v2/health/ready", 5, 3),
@@ -82,7 +106,7 @@ def plain(app: str, models: Sequence[str], *, tag: str = ngc.NGC_TAG, repository
                  "spec": {"selector": {"matchLabels": labels},
                           "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}]}})
     docs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{app}-adapter-rule"},
-                 "data": {"config.yaml": yaml.safe_dump({"rules": [adapter_rule()]}, sort_keys=False)}})
+                 "data": {"config.yaml": dump({"rules": [adapter_rule()]})}})
     docs.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": app},
                  "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": app},
                           "minReplicas": min_replicas, "maxReplicas": max_replicas,
@@ -106,15 +130,15 @@ def adapter_rule() -> dict:
 
 
 def kserve(app: str, *, tag: str = ngc.NGC_TAG, storage_uri: str, min_replicas: int = 1,
-           max_replicas: int = 4) -> list[dict]:
+           max_replicas: int = 4, gpus: int = 1) -> list[dict]:
     """An InferenceService on KServe's `kserve-tritonserver` runtime serving the whole repository (modelFormat
-    triton; its `tensorrt` format is declared as TensorRT 8, older than the engines of NGC 24.05+)."""
+    triton; its `tensorrt` format is declared as TensorRT 8, older than the engines of NGC 24.05+), `gpus` GPUs per
+    pod (0: none requested)."""
     return [{"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": app},
              "spec": {"predictor": {"minReplicas": min_replicas, "maxReplicas": max_replicas,
                                     "model": {"modelFormat": {"name": "triton"}, "runtime": "kserve-tritonserver",
                                               "runtimeVersion": f"{tag}-py3", "storageUri": storage_uri,
-                                              "resources": {"limits": {"nvidia.com/gpu": "1"},
-                                                            "requests": {"cpu": "4", "memory": "16Gi"}}}}}}]
+                                              "resources": _resources(gpus, "4", "16Gi")}}}}]
 
 
 def write(docs: Sequence[dict], folder: str | Path) -> list[Path]:
@@ -126,7 +150,7 @@ def write(docs: Sequence[dict], folder: str | Path) -> list[Path]:
     paths = []
     for k, doc in enumerate(docs, 1):
         path = folder / f"{k:02d}-{doc['kind'].lower()}-{doc['metadata']['name']}.yaml"
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.write_text(dump(doc))
         paths.append(path)
     return paths
 
@@ -178,6 +202,43 @@ def validate(paths: Sequence[str | Path], version: str = K8S_VERSION) -> list[st
                 raise ManifestError(f"{where}: {exc.message} (at {'.'.join(map(str, exc.path))})") from None
             report.append(f"{where}: valid for Kubernetes {version} (strict)")
     return report
+
+
+def pod_gpus(docs: Sequence[dict]) -> int:
+    """The GPUs each Triton pod of these manifests requests (`nvidia.com/gpu`), from its Deployment or
+    InferenceService; raises when they disagree or there is no Triton pod."""
+    found = set()
+    for doc in docs:
+        if doc["kind"] == "Deployment":
+            containers = doc["spec"]["template"]["spec"]["containers"]
+        elif doc["kind"] == "InferenceService":
+            containers = [doc["spec"]["predictor"]["model"]]
+        else:
+            continue
+        found |= {int(c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu", 0)) for c in containers}
+    if len(found) != 1:
+        raise ManifestError(f"expected one GPU count for the Triton pods; found {sorted(found) or 'no Triton pod'}")
+    return found.pop()
+
+
+def check_repository(docs: Sequence[dict], repository: str | Path) -> list[str]:
+    """Every model the pods would load runs where the pods have a device: KIND_GPU instance groups for pods that
+    request GPUs, KIND_CPU for pods that do not (a KIND_CPU model on a GPU pod leaves the GPU idle; a KIND_GPU model
+    on a CPU pod fails to load). Returns one line per model; raises ManifestError at the first mismatch."""
+    gpus = pod_gpus(docs)
+    want = "KIND_GPU" if gpus else "KIND_CPU"
+    lines = []
+    for folder in sorted(p for p in Path(repository).iterdir() if (p / "config.pbtxt").exists()):
+        config = repo.read_config(folder)
+        kinds = [mc.ModelInstanceGroup.Kind.Name(g.kind) for g in config.instance_group] or ["KIND_AUTO (no group)"]
+        if any(kind != want for kind in kinds):
+            raise ManifestError(f"model '{config.name}': instance group {kinds} in a pod that requests {gpus} GPU(s); "
+                                f"expected {want} (derive the exported model with instance_kind={want!r}, or change "
+                                "the pods' nvidia.com/gpu request)")
+        lines.append(f"{config.name}: {', '.join(kinds)} in pods with {gpus} GPU(s)")
+    if not lines:
+        raise ManifestError(f"no model with a config.pbtxt in {repository}")
+    return lines
 
 
 def replicas_for(target_rps: float, per_replica_rps: float, headroom: float = 0.3) -> int:

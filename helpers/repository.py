@@ -172,6 +172,22 @@ def from_server(config_json: dict) -> mc.ModelConfig:
     return json_format.ParseDict(config_json.get("config", config_json), mc.ModelConfig(), ignore_unknown_fields=True)
 
 
+def fields(config: mc.ModelConfig, ignore: Sequence[str] = ()) -> dict[str, str]:
+    """Each top-level field a config sets, as one line of config text (to compare a hand-written config with what a
+    server reports for another)."""
+    out = {}
+    for field, _ in config.ListFields():
+        if field.name in ignore:
+            continue
+        only = mc.ModelConfig()
+        only.MergeFrom(config)
+        for other, _ in config.ListFields():
+            if other.name != field.name:
+                only.ClearField(other.name)
+        out[field.name] = text_format.MessageToString(only, as_one_line=True)
+    return out
+
+
 class ConfigError(ValueError):
     """A config.pbtxt that is not valid ModelConfig text; the message names the file and the line."""
 

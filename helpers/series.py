@@ -74,11 +74,44 @@ def auto_profile() -> tuple[str | None, str]:
 
 
 def expected_duration(profile: str | None) -> str:
-    """What a whole series took with this profile when it was last measured (notebooks/profiles.yml `about`)."""
+    """What a whole series took with this profile when it was last measured (notebooks/profiles.yml `about`). Its
+    {minutes}, {seconds}, {count} and {recorded} are filled from the recorded runs' reports (`recorded:`), so the
+    time printed is the one on record, not a copy of it."""
     import yaml
 
     entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
-    return entry.get("about", "not measured for this profile yet")
+    about = entry.get("about", "not measured for this profile yet")
+    if "{" not in about:
+        return about
+    times = recorded_seconds(profile)
+    if not times:
+        raise ValueError(f"profile {profile!r}: `about` quotes the recorded runs' times, but `recorded:` names none")
+    total = sum(times.values())
+    ranges = []
+    for name, seen in recorded_ranges(profile).items():
+        low, high = f"{min(seen):.0f}", f"{max(seen):.0f}"
+        ranges.append(f"{name[:2]}: {low if low == high else f'{low}-{high}'} s")
+    first, last = min(times)[:2], max(times)[:2]
+    return about.format(minutes=f"{total / 60:.0f}", seconds=f"{total:.0f}", count=len(times),
+                        notebooks=first if first == last else f"{first}-{last}", ranges=", ".join(ranges),
+                        recorded=", ".join(entry.get("recorded", [])))
+
+
+def recorded_ranges(profile: str | None) -> dict[str, list[float]]:
+    """Every recorded time (s) of each notebook in the runs a profile names; where some of those runs keep the
+    executed notebook, only theirs (a run of an older version of it does not count)."""
+    import yaml
+
+    entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
+    seen: dict[str, list[float]] = {}
+    kept: dict[str, list[float]] = {}
+    for folder in entry.get("recorded", []):
+        for report in sorted((ROOT / folder).glob("report*.md")):
+            for name, sec in REPORT_ROW.findall(report.read_text()):
+                seen.setdefault(name, []).append(float(sec))
+                if (ROOT / folder / f"{name}.ipynb").exists():
+                    kept.setdefault(name, []).append(float(sec))
+    return dict(sorted({**seen, **kept}.items()))
 
 
 def save_results(run_dir: str | Path, notebook: str, results: dict) -> None:

@@ -63,31 +63,41 @@ def assemble(run_dir: Path, target: Path = SITE_SOURCE) -> list[str]:
     return ["index.md", *_DOCS.values(), *[f"notebooks/{p.name}" for p in executed], *recorded]
 
 
+def _title(page: str) -> str:
+    """A page's title in the navigation: a notebook's number and name, or the docs page's name."""
+    if page.endswith(".ipynb"):
+        return re.sub(r"^(\d+)_", r"\1 ", Path(page).stem).replace("_", " ")
+    return {"index.md": "Home", "benchmarks.md": "Measured on an H200", "workshop.md": "Instructor's guide",
+            "glossary.md": "Glossary", "cluster.md": "Going to a cluster"}[page]
+
+
+RECORDED_SECTION = "Recorded runs (docs/runs)"
+
+
+def nav(pages: list[str], run_dir: Path) -> list[dict]:
+    """The site's navigation: the docs pages, this run's notebooks under one section, and the recorded runs under
+    another, one group per run folder, so a notebook recorded on another machine never sits beside this run's copy
+    with the same title."""
+    docs = [{_title(p): p} for p in pages if not p.startswith(("notebooks/", "recorded/"))]
+    this_run = [{_title(p): p} for p in pages if p.startswith("notebooks/")]
+    runs: dict[str, list[dict]] = {}
+    for page in (p for p in pages if p.startswith("recorded/")):
+        runs.setdefault(Path(page).parent.name, []).append({_title(page): page})
+    recorded = [{f"{name} (recorded)": entries} for name, entries in runs.items()]
+    return [*docs, {f"Notebooks (run {run_dir.name})": this_run},
+            *([{RECORDED_SECTION: recorded}] if recorded else [])]
+
+
 def config(pages: list[str], run_dir: Path, source: Path = SITE_SOURCE) -> Path:
     """mkdocs.yml for the assembled pages (written beside them)."""
-    def title(page: str) -> str:
-        if page.startswith("recorded/"):
-            return f"{Path(page).parent.name} (recorded): " + re.sub(r"^(\d+)_", r"\1 ", Path(page).stem).replace("_", " ")
-        if page.endswith(".ipynb"):
-            return re.sub(r"^(\d+)_", r"\1 ", Path(page).stem).replace("_", " ")
-        return {"index.md": "Home", "benchmarks.md": "Measured on an H200", "workshop.md": "Instructor's guide",
-                "glossary.md": "Glossary", "cluster.md": "Going to a cluster"}[page]
+    import yaml
 
-    nav = "\n".join(f"  - {json.dumps(title(p))}: {p}" for p in pages)
     path = source.parent / "mkdocs.yml"
-    path.write_text(f"""site_name: Image classifiers on NVIDIA Triton
-site_description: executed notebooks of run {run_dir.name}
-docs_dir: {source}
-theme:
-  name: material
-plugins:
-  - search
-  - mkdocs-jupyter:
-      execute: false
-      include_source: true
-nav:
-{nav}
-""")
+    path.write_text(yaml.safe_dump({
+        "site_name": "Image classifiers on NVIDIA Triton", "site_description": f"executed notebooks of run {run_dir.name}",
+        "docs_dir": str(source), "theme": {"name": "material"},
+        "plugins": ["search", {"mkdocs-jupyter": {"execute": False, "include_source": True}}],
+        "nav": nav(pages, run_dir)}, sort_keys=False, allow_unicode=True))
     return path
 
 

@@ -5,6 +5,12 @@ notebook 13 in docs/runs/h200-2026-12-01) so no number there is typed by hand.
     python scripts/benchmark_numbers.py --write   # replace them in docs/benchmarks.md
 
 A test (tests/test_benchmark_numbers.py) fails when docs/benchmarks.md and docs/data disagree.
+
+The second half lists the *claims* in the series' prose (README, docs/*.md, the notebooks' markdown: a number with
+the unit of a measured quantity) that are neither generated here nor next to a source; its rules and exemptions are
+in one place (CLAIM_* below), and tests/test_claims.py fails on any such claim:
+
+    python scripts/benchmark_numbers.py --claims  # the claims without a source
 """
 from __future__ import annotations
 
@@ -553,7 +559,116 @@ def render(text: str, doc: Path = DOC) -> str:
     return text
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Claims in prose. A *claim* is a number with the unit of a measured quantity (CLAIM_UNITS) in the markdown of
+# README.md, docs/*.md or a notebook's markdown cells. Each one must be rendered from data (a generated section
+# above), or carry a source in its own paragraph, list item or table (CLAIM_SOURCES). Everything exempt is listed
+# here, in one place; tests/test_claims.py fails on any other claim and on a number planted in a copy of the text.
+# ---------------------------------------------------------------------------------------------------------------
+CLAIM_DOCS = ("README.md", "docs/workshop.md", "docs/glossary.md", "docs/cluster.md", "docs/benchmarks.md")
+CLAIM_UNITS = ("infer/s", "img/s", "images/s", "req/s", "GB/s", "MB/s", "ms", "us", "s", "min", "h", "GB", "MB", "KB",
+               "GiB", "MiB", "KiB", "%", "x", "times", "seconds", "minutes", "hours")
+CLAIM_SOURCES = {  # what, in a claim's paragraph (or its table's lead-in), names where the number comes from
+    "a link": r"https?://",
+    "docs/data": r"docs/data/|data/h200_\w+\.(?:csv|json)",
+    "a recorded run": r"docs/runs/",
+    "a page rendered from data": r"benchmarks\.md|\bthe table(?:'s)?\b",
+}
+CLAIM_SOURCES_IN_SENTENCE = {  # markers that count only in the claim's own sentence
+    "the articles (the seeds: a number one of them reports)": r"\b(?:the|both) (?:first |second )?articles?(?:'s)?\b",
+}
+CLAIM_EXEMPT = {  # text taken out of the prose before claims are read, each with why it needs no source
+    "fenced code (shown code and commands)": r"```.*?```",
+    "generated from docs/data (this script)": r"<!-- generated from docs/data.*?<!-- end of generated section -->",
+    "HTML comments": r"<!--.*?-->",
+    "questions and exercises (hypothetical values a reader reasons about)":
+        r"\*\*Check your understanding\*\*.*?(?=\n#|\Z)|\n## Exercises.*?(?=\n## |\Z)",
+}
+CLAIM_EXEMPT_INLINE = {  # the same, inside a paragraph (sources found there still count)
+    "code spans (parameter values, commands, file names)": r"`[^`]+`",
+    "link targets": r"\]\([^)]*\)",
+    "arithmetic shown in the sentence (a product of the shapes before it)":
+        r"\d[\d.]*(?:\s?x\s?\d[\d.]*)+(?: \w+)? = [\d.]+ \w+",
+    "definitions (p99: the latency 99 % of requests stay under)": r"\b(?:half / )?99 % of requests",
+}
+# Settings, limits and counts the series itself sets (not measurements), by file: each phrase with where it is set.
+CLAIM_SETTINGS = {
+    "README.md": {"each test 20 times": "tests/test_server.py's reliability repetitions (.ci/run)",
+                  "the 20x reliability step": ".ci/run", "(20 minutes in all on 2 cores)": ".ci/run's budget"},
+    "11_baseline_benchmark.ipynb": {"sampled every 0.2 s": "helpers/perf.py's sampling interval",
+                                    "at most 3.5 GB": "perf.MEMORY_CAP_GB (tests/test_claims.py checks it)"},
+    "14_near_the_limit.ipynb": {"UINT8 NHWC images (150 KB)": "224 x 224 x 3 bytes, the model's input",
+                                "and 100 us against this": "notebook 13's queue-delay setting"},
+    "20_kubernetes.ipynb": {"every 15 s": "the PodMonitor's interval (helpers/k8s.py)"},
+    "docs/workshop.md": {"**Half day (3.5 h)**": "the agenda's length", "**Full day (6.5 h)**": "the agenda's length",
+                         "about 1 h 45 min with explanation": "the agenda's plan, not a measurement",
+                         "about 1 h)": "the agenda's plan, not a measurement"},
+}
+_CLAIM = re.compile(r"(?<![\w.\-/#])(\d[\d,]*(?:\.\d+)?(?:\s?(?:-|to)\s?\d[\d,]*(?:\.\d+)?)?)(?:\s?("
+                    + "|".join(re.escape(u) for u in sorted(CLAIM_UNITS, key=len, reverse=True) if u != "x")
+                    + r")|(x))(?![\w/])(?!\s\d)")
+
+
+def claim_texts() -> dict[str, str]:
+    """The prose the claims test reads: each document's markdown, each notebook's markdown cells."""
+    texts = {name: (ROOT / name).read_text() for name in CLAIM_DOCS}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        texts[path.name] = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return texts
+
+
+def _units_of(text: str) -> list[tuple[str, str]]:
+    """(body, context) of each paragraph, list item and table row; a table row's context adds the paragraph before
+    its table (where a table names its source)."""
+    units, lead = [], ""
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line for line in block.split("\n") if line.strip()]
+        if lines and all(line.lstrip().startswith("|") for line in lines):
+            units += [(line, f"{lead}\n{lines[0]}\n{line}") for line in lines]
+            continue
+        units += [(item, item) for item in re.split(r"\n(?=\s*(?:[*-]|\d+\.) )", block)]
+        lead = lead if block.lstrip().startswith("#") else block  # a table's lead-in: the paragraph above its heading
+    return units
+
+
+def claims(text: str, name: str = "") -> list[dict]:
+    """Every claim in `text` (markdown) that is not exempt: its number and unit, the source found near it (or
+    None), and the text around it."""
+    for pattern in CLAIM_EXEMPT.values():
+        text = re.sub(pattern, " ", text, flags=re.S)
+    settings = []
+    for phrase in CLAIM_SETTINGS.get(name, {}):
+        settings.append(r"\s+".join(re.escape(word) for word in phrase.split()))
+        if not re.search(settings[-1], text):
+            raise ValueError(f"{name}: CLAIM_SETTINGS lists {phrase!r}, which the text no longer has: remove it")
+    found = []
+    for body, context in _units_of(text):
+        source = next((what for what, pattern in CLAIM_SOURCES.items() if re.search(pattern, context)), None)
+        for pattern in [*CLAIM_EXEMPT_INLINE.values(), *settings]:
+            body = re.sub(pattern, " ", body)
+        for m in _CLAIM.finditer(body):
+            start = max(body.rfind(". ", 0, m.start()), 0)
+            end = body.find(". ", m.end())
+            sentence = body[start:end if end >= 0 else len(body)]
+            source = source or next((what for what, pattern in CLAIM_SOURCES_IN_SENTENCE.items()
+                                     if re.search(pattern, sentence)), None)
+            found.append({"doc": name, "claim": m.group(0), "source": source,
+                          "near": re.sub(r"\s+", " ", body[max(0, m.start() - 80):m.end() + 40])})
+    return found
+
+
+def unsourced(texts: dict[str, str] | None = None) -> list[dict]:
+    """Claims without a source near them, over every document the claims test reads."""
+    texts = claim_texts() if texts is None else texts
+    return [c for name, text in texts.items() for c in claims(text, name) if c["source"] is None]
+
+
 if __name__ == "__main__":
+    if "--claims" in sys.argv:
+        for c in unsourced():
+            print(f"{c['doc']}: {c['claim']!r} in ...{c['near']}...")
+        sys.exit(0)
     if "--write" in sys.argv:
         for doc in SECTIONS:
             doc.write_text(render(doc.read_text(), doc))

@@ -5,7 +5,7 @@
 #   scripts/gpu_local_run.sh RUN_DIR [NOTEBOOK_PREFIX ...]     (default notebooks: 10 11 12 13)
 #
 # Needs importable: torch (CUDA), torchvision, onnx, onnxruntime, pandas, matplotlib, scikit-image, psutil, pyyaml,
-# tqdm, tritonclient, papermill, ipykernel; a Triton server ($TRITON_SERVER_BIN or on PATH) and perf_analyzer on
+# tqdm, ipywidgets, tritonclient, papermill, ipykernel; a Triton server ($TRITON_SERVER_BIN or on PATH) and perf_analyzer on
 # PATH. Building the PyTorch backend needs cmake, a C++ compiler, nvcc and the Python headers; without network,
 # TRITON_SOURCE_DIR names a folder with the release's source archives (see helpers/native_backends.py).
 set -euo pipefail
@@ -18,6 +18,12 @@ OWN=$(python3 -c 'import sys; print(sys.prefix if sys.prefix != sys.base_prefix 
 VENV=${VENV:-${OWN:-/tmp/gpu-venv}}
 [ -x "$VENV/bin/python" ] || python3 -m venv --without-pip --system-site-packages "$VENV"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+# The notebooks' progress bars (tqdm.auto) need ipywidgets (pinned in requirements.txt): without it every notebook
+# records "TqdmWarning: IProgress not found" in its outputs, which tests/test_site.py refuses in docs/runs.
+"$VENV/bin/python" -c 'import ipywidgets' 2>/dev/null || {
+  echo "gpu_local_run.sh: ipywidgets is not importable in $VENV: install the version requirements.txt pins" >&2
+  exit 1
+}
 # Triton 2.51's Python backend cannot exchange tensors with numpy 2 (helpers/pyenv.py): where this environment has
 # numpy 2, the Python models (notebook 14's JPEG step) get an environment of their own with the series' numpy 1.x.
 # Without network, WHEEL_DIR (default: .wheels when present) holds the numpy wheel.

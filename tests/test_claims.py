@@ -7,6 +7,7 @@ import json
 import re
 
 import pandas as pd
+import pytest
 
 from helpers import perf, series
 
@@ -165,3 +166,80 @@ def test_10_says_why_torchscript_with_the_backends_readme():
     text = _flat(_markdown("10_resnet18_torchscript"))
     assert "https://github.com/triton-inference-server/pytorch_backend#aot-inductor-support-beta" in text
     assert '`platform: "torch_aoti"` since Triton 26.03' in text and "batch sizes greater than 1" in text
+
+
+def test_ci_run_time_quoted_is_the_recorded_runs():
+    """25. README and the console's expected time both come from the recorded CI run's report (profiles.yml
+    `recorded:`), not from two hand-typed copies."""
+    import yaml
+
+    folders = yaml.safe_load(series.PROFILES_FILE.read_text())["ci"]["recorded"]
+    rows = [row for folder in folders for report in sorted((ROOT / folder).glob("report*.md"))
+            for row in re.findall(r"^\| (\d\d_\w+) \| ok \| (\d+) \|", report.read_text(), re.M)]
+    total = sum(float(s) for _, s in rows)
+    assert rows and total > 60
+    printed = series.expected_duration("ci")
+    assert f"about {total / 60:.0f} minutes ({total:.0f} s) for all {len(rows)} notebooks" in printed, printed
+    readme = _flat((ROOT / "README.md").read_text())
+    quoted = re.findall(r"`ci` \(local server, random weights, short sweeps; about (\d+) min on 2 cores, the recorded "
+                        r"CI run in `([^`]+)`\)", readme)
+    assert quoted == [(f"{total / 60:.0f}", folders[-1])], quoted
+    profiles = yaml.safe_load(series.PROFILES_FILE.read_text())
+    for name, entry in profiles.items():  # a profile with recorded runs quotes their times, not a copy of them
+        if isinstance(entry, dict) and entry.get("recorded"):
+            assert "{minutes}" in entry["about"] and not re.search(r"\d+ s\b", entry["about"]), (name, entry["about"])
+    gpu = series.expected_duration("gpu-local")
+    for notebook, seen in series.recorded_ranges("gpu-local").items():
+        low, high = f"{min(seen):.0f}", f"{max(seen):.0f}"
+        assert f"{notebook[:2]}: {low if low == high else f'{low}-{high}'} s" in gpu, (notebook, seen, gpu)
+
+
+def test_04_and_10_say_what_triton_completes_itself():
+    """31. Auto-complete (on by default, `--disable-auto-complete-config`) in prose with its link; 10 serves a config
+    without platform and instance group and prints what the server reports (get_model_config) beside its own."""
+    anchor = "model_configuration.html#auto-generated-model-configuration"
+    for stem in ("04_model_repository", "10_resnet18_torchscript"):
+        text = _flat(_markdown(stem))
+        assert anchor in text and "--disable-auto-complete-config" in text, stem
+    assert "default-max-batch-size" in _flat(_markdown("04_model_repository"))
+    assert "not supported for pytorch backend" in _flat(_markdown("10_resnet18_torchscript"))
+    code = _code("10_resnet18_torchscript")
+    minimal = re.search(r'minimal_text = f"""(.*?)"""', code, re.S).group(1)
+    assert "platform" not in minimal and "instance_group" not in minimal and 'backend: "pytorch"' in minimal
+    assert "client.get_model_config(name)" in code and "repository.fields(" in code
+
+
+def test_every_number_in_prose_is_rendered_from_data_or_names_its_source():
+    """What to build 5: every claim (a number with a unit of a measured quantity) in README, docs/*.md and the
+    notebooks' markdown is generated from docs/data or has a source in its paragraph; the rules and every exemption
+    are in scripts/benchmark_numbers.py (CLAIM_UNITS, CLAIM_SOURCES, CLAIM_EXEMPT, CLAIM_SETTINGS)."""
+    texts = numbers.claim_texts()
+    assert {"README.md", "docs/workshop.md", "docs/glossary.md", "11_baseline_benchmark.ipynb"} <= set(texts)
+    found = [c for name, text in texts.items() for c in numbers.claims(text, name)]
+    assert len(found) > 40 and {c["source"] for c in found} >= {"a link", "docs/data", "a recorded run"}
+    assert not numbers.unsourced(texts), "\n".join(f"{c['doc']}: {c['claim']!r} in ...{c['near']}..."
+                                                   for c in numbers.unsourced(texts))
+
+
+def test_a_planted_number_without_a_source_is_caught():
+    """The claims check can fail: a measured number planted in a copy of README, of a notebook's markdown and of a
+    generated page outside its generated section is listed; the same number in code, or with its source, is not."""
+    texts = numbers.claim_texts()
+    planted = "On a laptop the baseline serves 4321 infer/s with p99 12.5 ms."
+    for name in ("README.md", "14_near_the_limit.ipynb", "docs/benchmarks.md", "docs/glossary.md"):
+        copy = {**texts, name: texts[name].replace("\n\n", f"\n\n{planted}\n\n", 1)}  # after the first paragraph
+        assert {(c["doc"], c["claim"]) for c in numbers.unsourced(copy)} == {(name, "4321 infer/s"), (name, "12.5 ms")}
+    for harmless in ("`4321 infer/s`", planted + " (`docs/data/h200_14_variants.csv`)",
+                     "Check it: 3 x 224 x 224 x 4 = 602 KB."):
+        copy = {**texts, "README.md": texts["README.md"].replace("\n\n", f"\n\n{harmless}\n\n", 1)}
+        assert not numbers.unsourced(copy), harmless
+    wrong = texts["docs/workshop.md"].replace("the table's CPU times", "as measured", 1).replace(
+        "min of run time, the table's;", "min of run time;", 1)  # the sources taken away
+    assert [c["claim"] for c in numbers.unsourced({"docs/workshop.md": wrong})] == ["2.1 min", "2.7 min"]
+
+
+def test_an_exempt_setting_that_left_the_text_is_reported():
+    """CLAIM_SETTINGS cannot keep exempting a phrase the text no longer has."""
+    text = numbers.claim_texts()["README.md"].replace("the 20x reliability step", "the reliability step")
+    with pytest.raises(ValueError, match="no longer has"):
+        numbers.claims(text, "README.md")

@@ -1,6 +1,9 @@
 """Kubernetes manifests for the model repository, validated offline; the capacity plan's arithmetic and simulation."""
 from __future__ import annotations
 
+import inspect
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -71,3 +74,44 @@ def test_simulation_queues_only_when_bursts_exceed_capacity():
     tight = k8s.simulate(1, 1000, 900, base_ms=3, seconds=20, burst_factor=2.0, burst_share=0.2)
     assert np.percentile(calm, 99) < 10 < np.percentile(tight, 99)
     assert abs(len(calm) / 20 - 1000) < 100  # the mean rate is the target rate
+
+
+def test_manifests_are_plain_yaml_without_anchors(written):
+    """Issue 24, item 32: the Deployment reuses one labels dict three times; PyYAML's default writes it as
+    `&id001` ... `*id001`. The files spell it out, as a manifest written by hand does."""
+    plain, kserve = written
+    for path in [*plain, *kserve]:
+        text = path.read_text()
+        assert not re.search(r"[&*]id\d+", text), (path.name, text)
+    deployment = yaml.safe_load(plain[1].read_text())
+    assert deployment["spec"]["selector"]["matchLabels"] == deployment["spec"]["template"]["metadata"]["labels"]
+    assert "yaml.safe_dump" not in inspect.getsource(k8s.plain)  # the adapter rule's embedded YAML too
+    assert "&id" in yaml.safe_dump(k8s.plain("a", ["m"])[1])  # what the plain dumper avoids
+
+
+def _repository(tmp_path, kind: str):
+    """A one-model repository whose instance group is `kind` (the config only: the check reads configs)."""
+    folder = tmp_path / f"repo_{kind}" / "resnet18"
+    (folder / "1").mkdir(parents=True, exist_ok=True)
+    (folder / "config.pbtxt").write_text(
+        'name: "resnet18"\nplatform: "pytorch_libtorch"\nmax_batch_size: 8\n'
+        'input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]\n'
+        'output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 1000 ] } ]\n'
+        f'instance_group [ {{ count: 1 kind: {kind} }} ]\n')
+    return folder.parent
+
+
+@pytest.mark.parametrize("gpus", [1, 0])
+def test_exported_config_runs_where_the_pod_has_a_device(tmp_path, gpus):
+    """Issue 24, item 32: a GPU pod serves a KIND_GPU config; a CPU pod requests no GPU and serves KIND_CPU. The
+    opposite pairing is refused, for the plain and the KServe flavour alike."""
+    match, other = ("KIND_GPU", "KIND_CPU") if gpus else ("KIND_CPU", "KIND_GPU")
+    for docs in (k8s.plain("t", ["resnet18"], gpus=gpus), k8s.kserve("t", storage_uri="s3://b/m", gpus=gpus)):
+        assert k8s.pod_gpus(docs) == gpus
+        assert ("nvidia.com/gpu" in k8s.dump(docs[-1] if docs[0]["kind"] == "InferenceService" else docs[1])) == bool(gpus)
+        assert k8s.check_repository(docs, _repository(tmp_path, match)) == [
+            f"resnet18: {match} in pods with {gpus} GPU(s)"]
+        with pytest.raises(k8s.ManifestError, match=f"instance group \\['{other}'\\] in a pod that requests {gpus} GPU"):
+            k8s.check_repository(docs, _repository(tmp_path, other))
+    plain = k8s.write(k8s.plain("t", ["resnet18"], gpus=gpus), tmp_path / f"plain{gpus}")
+    assert len(k8s.validate(plain)) == 6
