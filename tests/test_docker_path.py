@@ -359,3 +359,42 @@ def test_shared_memory_needs_the_hosts_ipc_on_both_sides(fake_docker, tiny_repo,
         ran = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
         assert (tmp_path / "t.csv").exists()
+
+
+def _python_model(repo: Path, name: str, imports: str) -> None:
+    """A reader's Python-backend model (identity on X) whose model.py imports `imports`."""
+    from helpers import repository
+
+    (repo / name / "1").mkdir(parents=True)
+    (repo / name / "1" / "model.py").write_text(textwrap.dedent(f"""\
+        import {imports}
+        import triton_python_backend_utils as pb_utils
+
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X")
+                                                                    .as_numpy())]) for r in requests]
+        """))
+    repository.add_model_text(repo, f"""name: "{name}"
+backend: "python"
+max_batch_size: 4
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_GPU }} ]
+""")
+
+
+def test_python_models_in_the_server_image_have_numpy_and_no_torch(fake_docker, tmp_path):
+    """Issue 22, item 1: the test docker served a reader's Python model with this environment's torch and
+    torchvision, so notebook 14's JPEG step (torchvision) loaded here and failed only in the NGC image."""
+    repo = tmp_path / "models"
+    _python_model(repo, "with_numpy", "numpy")
+    _python_model(repo, "with_torch", "torch")
+    with TritonServer(repo, RuntimeChoice("docker", "test"), models=["with_numpy"]) as server:
+        out = tc.infer(tc.connect(server.url), "with_numpy", np.ones((1, 2), np.float32))["Y"]
+        assert out.tolist() == [[1.0, 1.0]]
+    with pytest.raises(RuntimeError, match="with_torch") as failed:
+        TritonServer(repo, RuntimeChoice("docker", "test"), models=["with_torch"], startup_timeout=120).start()
+    assert "No module named 'torch'" in str(failed.value) or "UNAVAILABLE" in str(failed.value), str(failed.value)
+    assert containers() == []

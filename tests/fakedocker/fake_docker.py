@@ -26,7 +26,9 @@
   docker rm [-f] NAME             removes a stopped container; a running one only with -f (Docker's error otherwise)
   docker ps [-a] [--format ...]   the names of running containers (-a: stopped ones too)
 It never produces a TensorRT result. The server image serves what this machine's Triton can (Python and PyTorch
-backends, Python-backend stand-ins for the rest) and places GPU instance groups on the CPU.
+backends, Python-backend stand-ins for the rest) and places GPU instance groups on the CPU. A reader's own Python-backend
+model runs in what the NGC image's Python has: numpy and no more (the server's build.py installs numpy<2 and virtualenv
+for the Python backend), so a model.py that imports torch or torchvision fails to load as it would in the image.
 """
 from __future__ import annotations
 
@@ -201,8 +203,30 @@ def _start(opts: dict, argv: list[str], env: dict[str, str], cwd: str | None = N
     return code if code >= 0 else 128 - code
 
 
+def _image_python() -> Path:
+    """A Python environment with what the NGC server image's Python has for Python-backend models: numpy, no torch,
+    no torchvision (made once per state folder: a venv whose only package folder links this environment's numpy)."""
+    import subprocess
+
+    import numpy
+
+    env = STATE / "image-python"
+    if (env / "bin" / "activate").exists():
+        return env
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    packages = env / "image-packages"
+    packages.mkdir()
+    installed = Path(numpy.__file__).resolve().parent.parent
+    for item in installed.glob("numpy*"):  # the package, its bundled libraries, its metadata
+        (packages / item.name).symlink_to(item, target_is_directory=item.is_dir())
+    site = next((env / "lib").glob("python3*/site-packages"))
+    (site / "_image_packages.pth").write_text(f"{packages}\n")
+    return env
+
+
 def _server_repository(source: Path) -> Path:
-    """This machine's view of the mounted repository: stand-ins where a backend is missing, GPU groups on the CPU."""
+    """This machine's view of the mounted repository: stand-ins where a backend is missing, GPU groups on the CPU,
+    a reader's Python-backend models in the image's Python (_image_python)."""
     from helpers.repository import read_config, to_text
     from helpers.runtime import find_local_triton
     from helpers.standin import prepare_served_repository
@@ -211,6 +235,10 @@ def _server_repository(source: Path) -> Path:
     prepare_served_repository(source, target, find_local_triton().backends)
     for model in (p for p in target.iterdir() if (p / "config.pbtxt").exists()):
         config = read_config(model)
+        reader_python = config.backend == "python" and "ARTIFACT" not in config.parameters and not model.is_symlink()
+        if reader_python:  # mirrored with this environment (helpers.standin); the image has only numpy
+            config.parameters["EXECUTION_ENV_PATH"].string_value = str(_image_python())
+            (model / "config.pbtxt").write_text(to_text(config))
         if any(g.kind == g.KIND_GPU for g in config.instance_group):
             for group in config.instance_group:
                 group.kind = group.KIND_CPU
