@@ -398,3 +398,55 @@ def test_python_models_in_the_server_image_have_numpy_and_no_torch(fake_docker, 
         TritonServer(repo, RuntimeChoice("docker", "test"), models=["with_torch"], startup_timeout=120).start()
     assert "No module named 'torch'" in str(failed.value) or "UNAVAILABLE" in str(failed.value), str(failed.value)
     assert containers() == []
+
+
+def test_memory_trace_pulls_the_sdk_image_first_and_checks_the_exit_code(fake_docker, tiny_repo, tmp_path):
+    """Issue 22, items 3-4: the trace never pulled the SDK image (a real engine pulled it inside the traced window,
+    and the trace plotted the docker CLI's memory) and swallowed perf_analyzer's exit code."""
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
+        state = Path(os.environ["FAKE_DOCKER_STATE"]) / "images"
+        state.write_text("\n".join(i for i in state.read_text().split() if i != ngc.image("sdk")) + "\n")
+        trace = perf.memory_trace("tiny", server.grpc_url, tmp_path / "perf" / "trace.csv", concurrency=1, seconds=0.5,
+                                  docker_tag=ngc.NGC_TAG)
+        assert trace.attrs["peak_mb"] > 0 and not trace.attrs["stopped"]  # perf_analyzer's memory, one window
+        with pytest.raises(RuntimeError, match=r"perf_analyzer failed \(exit [1-9]\d*\) during the memory trace"):
+            perf.memory_trace("no_such_model", server.grpc_url, tmp_path / "perf" / "t2.csv", concurrency=1,
+                              seconds=0.5, docker_tag=ngc.NGC_TAG)
+    log = calls(fake_docker)
+    pulls = [i for i, c in enumerate(log) if c[0] == "pull" and c[1] == ngc.image("sdk")]
+    sdk_runs = [i for i, c in enumerate(log) if c[0] == "run" and ngc.image("sdk") in c]
+    assert pulls and sdk_runs and pulls[0] < sdk_runs[0]
+    assert containers() == []
+
+
+def test_every_docker_run_never_pulls_and_the_sdk_container_is_named_with_init(fake_docker, tiny_repo, tmp_path):
+    """Issue 22, items 3-4: `docker run` pulled a missing image silently inside timed steps; the perf_analyzer
+    container ran unnamed, without init, and nothing removed it when the kernel died."""
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
+        perf.run("tiny", server.grpc_url, tmp_path / "perf" / "tiny.csv", concurrency="1", docker_tag=ngc.NGC_TAG,
+                 measurement_interval_ms=500, max_trials=5, stability_percentage=500, progress=False)
+    runs = [c for c in calls(fake_docker) if c[0] == "run"]
+    assert runs and all("--pull=never" in c[:c.index(ngc.image_of(["docker", *c]))] for c in runs), runs
+    sdk = [c for c in runs if ngc.image("sdk") in c]
+    assert sdk and all("--init" in c and c[c.index("--name") + 1].startswith(ngc.CONTAINER_PREFIX) for c in sdk)
+    assert all(["rm", "-f", c[c.index("--name") + 1]] in calls(fake_docker) for c in sdk)
+    assert containers() == []
+    # a missing image fails at once, as Docker does with --pull=never
+    out = subprocess.run(ngc.docker_run("nvcr.io/nvidia/tritonserver:00.01-py3", ["tritonserver"], gpus=None),
+                         capture_output=True, text=True)
+    assert out.returncode == 125 and "No such image" in out.stderr
+
+
+def test_cuda_shared_memory_gives_the_sdk_container_the_servers_gpu(fake_docker, tmp_path, monkeypatch):
+    """Issue 22, item 4: with --shared-memory cuda the SDK container got no GPU, so perf_analyzer could create no
+    CUDA region; it now gets the series' GPU, the one the server has, and without one the reason is given."""
+    monkeypatch.setenv("TUTORIAL_GPU", "1")
+    args = perf.perf_args("m", "127.0.0.1:8001", concurrency="1", shared_memory="cuda")
+    cmd = perf.docker_command(args, results_dir=tmp_path)
+    assert cmd[cmd.index("--gpus") + 1] == "device=1" == ngc.gpus_flag("series")
+    system = perf.docker_command(perf.perf_args("m", "127.0.0.1:8001", concurrency="1", shared_memory="system"),
+                                 results_dir=tmp_path)
+    assert "--gpus" not in system
+    ngc.ensure_image(ngc.image("sdk"))
+    out = subprocess.run([c for c in cmd if c not in ("--gpus", "device=1")], capture_output=True, text=True)
+    assert out.returncode != 0 and "without --gpus" in out.stderr  # the test docker refuses what a GPU-less one can't

@@ -8,7 +8,9 @@
   docker run [opts] IMAGE CMD...  options checked against a recent Docker's `docker run` options (tests/data): an
                                   unknown one fails as Docker's CLI does; a name in use fails with Docker's conflict;
                                   a command that names a host path outside the mounts fails (the container cannot
-                                  see it); refuses an image that was not pulled (a real engine would pull silently);
+                                  see it); refuses an image that was not pulled (a real engine would pull silently;
+                                  with --pull=never it fails as Docker does); perf_analyzer with CUDA shared memory
+                                  in a container without --gpus fails;
                                   --gpus without the Container Toolkit (FAKE_DOCKER_NO_TOOLKIT=1) fails as Docker does;
                                   a volume mode other than ro/rw/z/Z fails;
                                   --network and --ipc honoured on every path: perf_analyzer outside the host's network
@@ -105,7 +107,7 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
     """Options, image and command of `docker run`; an option Docker does not know exits 125 as Docker's CLI does."""
     known = _options()
     opts = {"volumes": {}, "ports": {}, "name": None, "workdir": None, "gpus": None, "network": None, "env": {},
-            "rm": False, "user": None, "ipc": None, "init": False}
+            "rm": False, "user": None, "ipc": None, "init": False, "pull": "missing"}
     i = 0
     while i < len(args) and args[i].startswith("-"):
         flag, _, inline = args[i].partition("=")
@@ -128,7 +130,7 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
         elif flag in ("-e", "--env"):
             key, _, val = value.partition("=")
             opts["env"][key] = val
-        elif flag in ("-w", "--workdir", "--name", "--gpus", "--network", "-u", "--user", "--ipc"):
+        elif flag in ("-w", "--workdir", "--name", "--gpus", "--network", "-u", "--user", "--ipc", "--pull"):
             opts[{"-w": "workdir", "--workdir": "workdir", "-u": "user", "--user": "user"}.get(flag, flag[2:])] = value
         elif flag in ("--rm", "--init"):
             opts[flag[2:]] = True
@@ -286,6 +288,9 @@ def run_sdk(opts: dict, command: list[str]) -> int:
         return _say(1, f"error: failed to connect to {url}: Connection refused (fake docker: without --network host, "
                        "127.0.0.1 in the container is the container's own, not this host's)")
     shm = command[command.index("--shared-memory") + 1] if "--shared-memory" in command[:-1] else "none"
+    if shm == "cuda" and not opts["gpus"]:
+        return _say(99, "error: failed to create CUDA shared memory region: no CUDA-capable device is detected (fake "
+                        "docker: the SDK container was started without --gpus)")
     private = [name for name, ipc in _running_servers().items() if ipc != "host"]
     if shm != "none" and (opts["ipc"] != "host" or private):
         where = ("this container has its own /dev/shm (no --ipc=host)" if opts["ipc"] != "host" else
@@ -314,6 +319,8 @@ def run(args: list[str]) -> int:
     if opts["gpus"] and not _toolkit():
         return _say(125, 'docker: Error response from daemon: could not select device driver "" with capabilities: '
                          "[[gpu]].")
+    if image not in _images() and opts["pull"] == "never":
+        return _say(125, f"docker: Error response from daemon: No such image: {image}.")
     if image not in _images():
         return _say(125, f"fake docker: image {image} was not pulled first; a real engine would now pull it "
                          "silently inside `docker run` (tests require an explicit pull)")
