@@ -450,3 +450,40 @@ def test_cuda_shared_memory_gives_the_sdk_container_the_servers_gpu(fake_docker,
     ngc.ensure_image(ngc.image("sdk"))
     out = subprocess.run([c for c in cmd if c not in ("--gpus", "device=1")], capture_output=True, text=True)
     assert out.returncode != 0 and "without --gpus" in out.stderr  # the test docker refuses what a GPU-less one can't
+
+
+def test_a_killed_runs_shared_memory_regions_are_removed_by_the_reaper(tmp_path):
+    """Issue 22, item 14: a SIGKILLed perf_analyzer or server (with --ipc=host, in a container too) left its regions
+    in this host's /dev/shm; the reaper removes those of a killed run that nothing maps or holds open."""
+    import uuid
+
+    reaper = Path(__file__).resolve().parents[1] / "helpers" / "reaper.py"
+    tag = uuid.uuid4().hex[:8]
+    orphan, held, kept = (Path("/dev/shm") / f"tt-{tag}-{n}" for n in ("orphan", "held", "normal"))
+    go = tmp_path / "go"
+    killed = textwrap.dedent(f"""\
+        import os, time
+        for path in ({str(orphan)!r}, {str(held)!r}):
+            open(path, "wb").write(b"x" * 64)
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.05)
+        os.kill(os.getpid(), 9)
+        """)
+    try:
+        proc = subprocess.Popen([sys.executable, str(reaper), "--", sys.executable, "-c", killed],  # its own group,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # as the helpers start it
+        deadline = time.monotonic() + 30
+        while not held.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with open(held, "rb"):  # another process still uses this one
+            go.touch()
+            assert proc.wait(30) == 137
+        assert not orphan.exists() and held.exists()
+        assert f"tt-{tag}-orphan" in proc.stderr.read()
+        normal = f"open({str(kept)!r}, 'wb').write(b'x')"
+        assert subprocess.run([sys.executable, str(reaper), "--", sys.executable, "-c", normal],
+                              start_new_session=True).returncode == 0
+        assert kept.exists()  # a run that ended on its own is not a killed run: nothing removed
+    finally:
+        for path in (orphan, held, kept):
+            path.unlink(missing_ok=True)
