@@ -437,19 +437,17 @@ def test_every_docker_run_never_pulls_and_the_sdk_container_is_named_with_init(f
     assert out.returncode == 125 and "No such image" in out.stderr
 
 
-def test_cuda_shared_memory_gives_the_sdk_container_the_servers_gpu(fake_docker, tmp_path, monkeypatch):
-    """Issue 22, item 4: with --shared-memory cuda the SDK container got no GPU, so perf_analyzer could create no
-    CUDA region; it now gets the series' GPU, the one the server has, and without one the reason is given."""
-    monkeypatch.setenv("TUTORIAL_GPU", "1")
+def test_cuda_shared_memory_in_the_sdk_container_is_refused_with_the_reason(tmp_path):
+    """Issue 22, item 4: with --shared-memory cuda the SDK container ran without a GPU, so perf_analyzer could create
+    no region (and the server, in another container, would open them through CUDA IPC between containers)."""
     args = perf.perf_args("m", "127.0.0.1:8001", concurrency="1", shared_memory="cuda")
-    cmd = perf.docker_command(args, results_dir=tmp_path)
-    assert cmd[cmd.index("--gpus") + 1] == "device=1" == ngc.gpus_flag("series")
+    with pytest.raises(ValueError, match=r"shared_memory='cuda' is not offered.*issues/3429.*shared_memory='system'"):
+        perf.docker_command(args, results_dir=tmp_path)
+    with pytest.raises(ValueError, match="not offered"):
+        perf.level_command("m", "127.0.0.1:8001", tmp_path / "x.csv", ngc.NGC_TAG, concurrency="1", shared_memory="cuda")
     system = perf.docker_command(perf.perf_args("m", "127.0.0.1:8001", concurrency="1", shared_memory="system"),
                                  results_dir=tmp_path)
-    assert "--gpus" not in system
-    ngc.ensure_image(ngc.image("sdk"))
-    out = subprocess.run([c for c in cmd if c not in ("--gpus", "device=1")], capture_output=True, text=True)
-    assert out.returncode != 0 and "without --gpus" in out.stderr  # the test docker refuses what a GPU-less one can't
+    assert "--shared-memory" in system and "--gpus" not in system
 
 
 def test_a_killed_runs_shared_memory_regions_are_removed_by_the_reaper(tmp_path):

@@ -9,8 +9,7 @@
                                   unknown one fails as Docker's CLI does; a name in use fails with Docker's conflict;
                                   a command that names a host path outside the mounts fails (the container cannot
                                   see it); refuses an image that was not pulled (a real engine would pull silently;
-                                  with --pull=never it fails as Docker does); perf_analyzer with CUDA shared memory
-                                  in a container without --gpus fails;
+                                  with --pull=never it fails as Docker does);
                                   --gpus without the Container Toolkit (FAKE_DOCKER_NO_TOOLKIT=1) fails as Docker does;
                                   a volume mode other than ro/rw/z/Z fails;
                                   --network and --ipc honoured on every path: perf_analyzer outside the host's network
@@ -288,9 +287,6 @@ def run_sdk(opts: dict, command: list[str]) -> int:
         return _say(1, f"error: failed to connect to {url}: Connection refused (fake docker: without --network host, "
                        "127.0.0.1 in the container is the container's own, not this host's)")
     shm = command[command.index("--shared-memory") + 1] if "--shared-memory" in command[:-1] else "none"
-    if shm == "cuda" and not opts["gpus"]:
-        return _say(99, "error: failed to create CUDA shared memory region: no CUDA-capable device is detected (fake "
-                        "docker: the SDK container was started without --gpus)")
     private = [name for name, ipc in _running_servers().items() if ipc != "host"]
     if shm != "none" and (opts["ipc"] != "host" or private):
         where = ("this container has its own /dev/shm (no --ipc=host)" if opts["ipc"] != "host" else
