@@ -289,13 +289,13 @@ CUDA_IPC_ISSUE = "https://github.com/triton-inference-server/server/issues/3429"
 def docker_command(args: list[str], tag: str = ngc.NGC_TAG, results_dir: str | Path | None = None) -> list[str]:
     """`docker run` of perf_analyzer from the SDK image (the plain tritonserver image does not ship it), with Docker's
     init (signals reach perf_analyzer; watch names the container when it starts it). `--shared-memory cuda` is
-    refused: the container has no GPU to create the regions on, and CUDA IPC from one container to another
-    (the server's) is a known failure (CUDA_IPC_ISSUE) that this series has not verified a remedy for."""
+    refused: the container has no GPU to create the regions on, and the server would open them through CUDA IPC
+    between two containers, reported to fail (CUDA_IPC_ISSUE); this series has not verified a set-up that works."""
     if "--shared-memory" in args[:-1] and args[args.index("--shared-memory") + 1] == "cuda":
         raise ValueError("shared_memory='cuda' is not offered with perf_analyzer in the SDK container: the container "
                          "gets no GPU, and the server in its own container would open the regions through CUDA IPC "
-                         f"between two containers, which fails there ({CUDA_IPC_ISSUE}); use shared_memory='system' "
-                         "(both containers share this host's /dev/shm through --ipc=host)")
+                         f"between two containers, where registering them has been reported to fail ({CUDA_IPC_ISSUE}); "
+                         "use shared_memory='system' (both containers share this host's /dev/shm through --ipc=host)")
     volumes = {results_dir: "/results"} if results_dir else None
     return ngc.docker_run(ngc.image("sdk", tag), ["perf_analyzer", *args], network="host", gpus=None,
                           volumes=volumes, workdir="/results" if results_dir else None, as_user=True, init=True,
