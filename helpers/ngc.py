@@ -287,13 +287,15 @@ def docker_run(
     selinux: bool | None = None,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """Argument list for `docker run --rm`: absolute volume paths (a target may end in `:ro`), ports published on
-    `host` only; `gpus` a --gpus value, "series" for the series' GPU (series_gpu), None for none; with init, Docker's
-    init is PID 1 and passes signals on (a tool such as trtexec as PID 1 ignores SIGINT and SIGTERM); with as_user,
-    the container runs as the calling user (files it writes into the mounts are the user's, and an NFS home with
-    root_squash stays writable), with HOME in /tmp since that user has no home in the image. Under SELinux (selinux,
-    or None: ask docker_info) every mount gets `:z`, or the container cannot read it."""
-    args = ["docker", "run", "--rm"]
+    """Argument list for `docker run --rm --pull=never` (the image is pulled before, with progress: ensure_image; a
+    missing image then fails at once instead of a silent pull inside a timed step): absolute volume paths (a target
+    may end in `:ro`), ports published on `host` only; `gpus` a --gpus value, "series" for the series' GPU
+    (series_gpu), None for none; with init, Docker's init is PID 1 and passes signals on (a tool such as trtexec as
+    PID 1 ignores SIGINT and SIGTERM); with as_user, the container runs as the calling user (files it writes into the
+    mounts are the user's, and an NFS home with root_squash stays writable), with HOME in /tmp since that user has no
+    home in the image. Under SELinux (selinux, or None: ask docker_info) every mount gets `:z`, or the container
+    cannot read it."""
+    args = ["docker", "run", "--rm", "--pull=never"]
     if init:
         args.append("--init")
     if interactive:

@@ -107,6 +107,14 @@ def _tree_rss(procs: list[psutil.Process]) -> float:
     return total / 2**20
 
 
+def _named(proc: psutil.Process, name: str) -> bool:
+    """Whether `proc` (still there) is called `name`."""
+    try:
+        return proc.name() == name
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
 def _cpu_seconds(procs: list[psutil.Process], seen: dict[int, float]) -> float:
     """CPU seconds of the perf_analyzer processes among `procs`, remembered per pid (a process that ended keeps its
     last reading)."""
@@ -155,14 +163,19 @@ def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: flo
     """Run `command` (alone among this machine's perf_analyzers: one_load_generator) and sample the resident memory
     of the perf_analyzer it starts every `interval` seconds; past `limit_gb`, kill it (SIGKILL to perf_analyzer,
     wherever it runs) and say so in `stopped`."""
+    container = list(command[:2]) == ["docker", "run"]
     with one_load_generator(), tempfile.TemporaryFile("w+") as out:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
+        if container:  # named, under the reaper, removed by name whatever happens (ngc.start_container)
+            proc, name = ngc.start_container(command, stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
+        else:
+            proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True, env=env)
         root, started, trace, stopped, cpu = psutil.Process(proc.pid), time.monotonic(), [], "", {}
         try:
             while proc.poll() is None:
                 procs = _watched_processes(root, marker)
-                mb = _tree_rss(procs)
+                # perf_analyzer's own memory (in a container: not the docker CLI's, nor the reaper's)
+                mb = _tree_rss([p for p in procs if _named(p, "perf_analyzer")] if container else procs)
                 _cpu_seconds(procs, cpu)
                 trace.append((round(time.monotonic() - started, 2), round(mb, 1)))
                 if mb > limit_gb * 1024 and not stopped:
@@ -175,7 +188,9 @@ def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: flo
                             continue
                 time.sleep(interval)
         finally:
-            if proc.poll() is None:
+            if container:
+                ngc.stop_container(proc, name, grace=5)
+            elif proc.poll() is None:
                 proc.kill()
             proc.wait()
         wall = time.monotonic() - started
@@ -294,11 +309,22 @@ def bounded_requests(bytes_per_request: int, limit_gb: float | None = None, most
     return {"request_count": max(10, min(budget, most)) if most else budget}
 
 
+CUDA_IPC_ISSUE = "https://github.com/triton-inference-server/server/issues/3429"
+
+
 def docker_command(args: list[str], tag: str = ngc.NGC_TAG, results_dir: str | Path | None = None) -> list[str]:
-    """`docker run` of perf_analyzer from the SDK image (the plain tritonserver image does not ship it)."""
+    """`docker run` of perf_analyzer from the SDK image (the plain tritonserver image does not ship it), with Docker's
+    init (signals reach perf_analyzer; watch names the container when it starts it). `--shared-memory cuda` is
+    refused: the container has no GPU to create the regions on, and the server would open them through CUDA IPC
+    between two containers, reported to fail (CUDA_IPC_ISSUE); this series has not verified a set-up that works."""
+    if "--shared-memory" in args[:-1] and args[args.index("--shared-memory") + 1] == "cuda":
+        raise ValueError("shared_memory='cuda' is not offered with perf_analyzer in the SDK container: the container "
+                         "gets no GPU, and the server in its own container would open the regions through CUDA IPC "
+                         f"between two containers, where registering them has been reported to fail ({CUDA_IPC_ISSUE}); "
+                         "use shared_memory='system' (both containers share this host's /dev/shm through --ipc=host)")
     volumes = {results_dir: "/results"} if results_dir else None
     return ngc.docker_run(ngc.image("sdk", tag), ["perf_analyzer", *args], network="host", gpus=None,
-                          volumes=volumes, workdir="/results" if results_dir else None, as_user=True,
+                          volumes=volumes, workdir="/results" if results_dir else None, as_user=True, init=True,
                           extra=["--ipc=host"])
 
 
@@ -539,13 +565,21 @@ def verdict(rows: pd.DataFrame, label: str = "variant") -> pd.DataFrame:
 def memory_trace(model: str, url: str, csv_file: str | Path, *, concurrency: int, seconds: float,
                  memory_limit_gb: float | None = None, **kwargs) -> pd.DataFrame:
     """perf_analyzer's resident memory over one fixed window (one trial of `seconds`), sampled every 0.2 s: the
-    growth of issue #84 made visible. Returns columns seconds, rss_mb; attrs hold peak_mb, stopped and returncode."""
+    growth of issue #84 made visible. Returns columns seconds, rss_mb; attrs hold peak_mb, stopped and returncode.
+    With docker_tag the SDK image is pulled first (never inside the trace); a perf_analyzer that fails raises with its
+    output (one window cannot be stable, so that exit is the trace's normal end, as is the memory guard's stop)."""
     docker_tag = kwargs.pop("docker_tag", None)
     settings = {**kwargs, "concurrency": str(concurrency), "measurement_interval_ms": int(seconds * 1000),
                 "max_trials": 1, "stability_percentage": 999}
     command, env = level_command(model, url, csv_file, docker_tag, **settings)
+    if docker_tag:
+        ngc.ensure_image(ngc.image("sdk", docker_tag))
     watched = watch(command, {**os.environ, **env}, marker=Path(csv_file).name,
                     limit_gb=memory_limit_gb or default_memory_limit_gb())
+    one_window = any("Failed to obtain stable measurement" in line for line in watched.output)
+    if watched.returncode != 0 and not watched.stopped and not one_window:
+        raise RuntimeError(f"perf_analyzer failed (exit {watched.returncode}) during the memory trace of {model!r}; "
+                           f"command:\n  {ngc.as_shell(command)}\n" + "".join(watched.output[-25:]))
     trace = pd.DataFrame(watched.trace, columns=["seconds", "rss_mb"])
     trace.attrs.update(peak_mb=watched.peak_mb, stopped=watched.stopped, returncode=watched.returncode)
     return trace

@@ -9,6 +9,10 @@ which ignore SIGTERM and are left behind when Triton exits in the middle of load
   * COMMAND exits on its own: the rest of the group is killed at once.
 Then it runs --on-exit (e.g. `docker rm -f NAME`, for a container the Docker daemon would keep) and exits with
 COMMAND's status. SIGINT is ignored: a Ctrl-C in the notebook interrupts the kernel, which then stops the server.
+A killed run (COMMAND ended by a signal, or killed by this process) cannot remove its shared-memory regions:
+perf_analyzer's system-shared-memory inputs and outputs, the Python backend's triton_python_backend_shm_region_*;
+with --ipc=host a container's are this host's /dev/shm. So after a killed run, the regions of /dev/shm that appeared
+during it, belong to this user and no process here maps or holds open are removed.
 """
 from __future__ import annotations
 
@@ -51,6 +55,57 @@ def _kill_group(pgid: int) -> None:
         time.sleep(0.05)
 
 
+SHM_DIR = "/dev/shm"
+
+
+def _own_shm() -> set[str]:
+    """Names of this user's entries in /dev/shm."""
+    try:
+        entries = os.listdir(SHM_DIR)
+    except OSError:
+        return set()
+    own = set()
+    for name in entries:
+        try:
+            if os.stat(os.path.join(SHM_DIR, name), follow_symlinks=False).st_uid == os.getuid():
+                own.add(name)
+        except OSError:
+            continue
+    return own
+
+
+def _shm_in_use() -> set[str]:
+    """Names in /dev/shm that a process this user can inspect maps or holds open."""
+    used = set()
+    prefix = SHM_DIR + "/"
+    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
+        try:
+            with open(f"/proc/{entry}/maps") as maps:
+                for line in maps:
+                    path = line.rstrip("\n").split(maxsplit=5)[-1]
+                    if path.startswith(prefix):
+                        used.add(path[len(prefix):].removesuffix(" (deleted)"))
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                target = os.readlink(f"/proc/{entry}/fd/{fd}")
+                if target.startswith(prefix):
+                    used.add(target[len(prefix):].removesuffix(" (deleted)"))
+        except OSError:
+            continue
+    return used
+
+
+def remove_orphaned_shm(before: set[str]) -> list[str]:
+    """Remove this user's /dev/shm regions that are not in `before` and that no process maps or holds open."""
+    removed = []
+    for name in sorted(_own_shm() - before - _shm_in_use()):
+        try:
+            os.unlink(os.path.join(SHM_DIR, name))
+            removed.append(name)
+        except OSError:
+            continue
+    return removed
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command under guard; return its exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -65,24 +120,32 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # given by the starter: it may already be gone by the time this process reads os.getppid()
     parent, pgid = args.parent or os.getppid(), os.getpgid(0)
-    stopping = {"at": None}
+    stopping, forced = {"at": None}, False  # forced: the kernel died, or COMMAND outlived the grace
     signal.signal(signal.SIGTERM, lambda *_: stopping.update(at=stopping["at"] or time.monotonic()))
+    shm_before = _own_shm()
     child = subprocess.Popen(command, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     sent = False
     while child.poll() is None:
         if os.getppid() != parent and stopping["at"] is None:  # the kernel is gone
             stopping["at"] = time.monotonic() - args.grace + 3  # a short grace: nobody waits for us
+            forced = True
         if stopping["at"] is not None:
             if not sent:
                 child.terminate()
                 sent = True
             if time.monotonic() - stopping["at"] > args.grace:
+                forced = True
                 break
         time.sleep(0.2)
     _kill_group(pgid)
     code = child.wait()
     if args.on_exit:
         subprocess.run(shlex.split(args.on_exit), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # killed: by a signal (a docker CLI: its container's process, exit 128 + signal), or by this process's SIGKILL
+    if code < 0 or code > 128 or forced:
+        removed = remove_orphaned_shm(shm_before)
+        if removed:
+            print(f"reaper: removed the killed run's shared-memory regions {removed} from {SHM_DIR}", file=sys.stderr)
     return code if code >= 0 else 128 - code
 
 

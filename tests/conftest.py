@@ -105,7 +105,7 @@ def tagged(tag: str):
 
 
 FAKE_DOCKER = Path(__file__).resolve().parent / "fakedocker"
-DOCKER_NOTEBOOKS = ["04", "05", "06", "07", "10", "11", "13"]
+DOCKER_NOTEBOOKS = ["04", "05", "06", "07", "10", "11", "13", "14"]
 DOCKER_RUN_TAG = "docker-run"
 DOCKER_TAG = "25.01"  # not the default (24.05): every server and container of the run must use the series' one tag
 _SERIES = """import json, sys

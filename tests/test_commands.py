@@ -27,7 +27,7 @@ def test_server_docker_command_serves_on_localhost_over_the_host_network(tmp_pat
     server = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"), tag="24.05", http_port=8000,
                           grpc_port=8001, metrics_port=8002)
     assert server.command() == [
-        "docker", "run", "--rm", "--init", "--name", "triton-tutorials-8000", "--gpus", "device=0", "--network", "host",
+        "docker", "run", "--rm", "--pull=never", "--init", "--name", "triton-tutorials-8000", "--gpus", "device=0", "--network", "host",
         "-v", f"{(tmp_path / 'models').resolve()}:/models:ro", "--ipc=host",
         "nvcr.io/nvidia/tritonserver:24.05-py3",
         "tritonserver", "--model-repository=/models", "--http-address=127.0.0.1", "--http-port=8000",
@@ -83,10 +83,10 @@ def test_trtexec_keras_engine_command(tmp_path):
                     "--minShapes=input_1:1x224x224x3", "--optShapes=input_1:8x224x224x3",
                     "--maxShapes=input_1:32x224x224x3", "--fp16"]
     cmd = convert.in_tensorrt_container(args, tmp_path, "24.05")
-    assert cmd[:14] == ["docker", "run", "--rm", "--init", "--gpus", "device=0", "--user",
+    assert cmd[:15] == ["docker", "run", "--rm", "--pull=never", "--init", "--gpus", "device=0", "--user",
                         f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp", "-v", f"{tmp_path.resolve()}:/workspace/models",
                         "-w", "/workspace/models"]
-    assert cmd[14:16] == ["nvcr.io/nvidia/tensorrt:24.05-py3", "trtexec"]
+    assert cmd[15:17] == ["nvcr.io/nvidia/tensorrt:24.05-py3", "trtexec"]
 
 
 def test_tool_containers_run_as_the_calling_user(tmp_path):
@@ -241,18 +241,18 @@ def test_one_gpu_setting_for_the_whole_series(tmp_path, monkeypatch):
     commands = [convert.in_tensorrt_container(["trtexec"], tmp_path), convert.in_pytorch_container(["python"], tmp_path),
                 convert.inspect_engine_command("m.plan", "e.json", tmp_path), ngc.docker_run("img")]
     assert all(c[c.index("--gpus") + 1] == "device=1" for c in commands), commands
-    assert convert.in_tensorrt_container(["trtexec"], tmp_path, gpu=0)[5] == "device=0"  # a notebook's own choice wins
+    assert convert.in_tensorrt_container(["trtexec"], tmp_path, gpu=0)[6] == "device=0"  # a notebook's own choice wins
     assert ngc.series_gpu() == 1 and "TUTORIAL_GPU=1" in ngc.series_gpu_source()
     host = [{"index": "0", "name": "NVIDIA H100", "compute_cap": "9.0", "driver": "580.1"},
             {"index": "1", "name": "Tesla V100", "compute_cap": "7.0", "driver": "580.1"}]
     assert ngc.gpu_problems("25.01", host) and "GPU 1" in ngc.gpu_problems("25.01", host)[0]
     monkeypatch.setenv(ngc.GPU_VARIABLE, "all")
-    assert ngc.docker_run("img")[4] == "all"
+    assert ngc.docker_run("img")[5] == "all"
     monkeypatch.setenv(ngc.GPU_VARIABLE, "first")
     with pytest.raises(ValueError, match=r"\$TUTORIAL_GPU must be a GPU index like 0 or 1, or 'all'; got 'first'"):
         ngc.docker_run("img")
     monkeypatch.delenv(ngc.GPU_VARIABLE)
-    assert ngc.docker_run("img")[4] == "device=0"
+    assert ngc.docker_run("img")[5] == "device=0"
 
 
 def _saved_results_cell() -> str:

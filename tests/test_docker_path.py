@@ -359,3 +359,129 @@ def test_shared_memory_needs_the_hosts_ipc_on_both_sides(fake_docker, tiny_repo,
         ran = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
         assert (tmp_path / "t.csv").exists()
+
+
+def _python_model(repo: Path, name: str, imports: str) -> None:
+    """A reader's Python-backend model (identity on X) whose model.py imports `imports`."""
+    from helpers import repository
+
+    (repo / name / "1").mkdir(parents=True)
+    (repo / name / "1" / "model.py").write_text(textwrap.dedent(f"""\
+        import {imports}
+        import triton_python_backend_utils as pb_utils
+
+
+        class TritonPythonModel:
+            def execute(self, requests):
+                return [pb_utils.InferenceResponse([pb_utils.Tensor("Y", pb_utils.get_input_tensor_by_name(r, "X")
+                                                                    .as_numpy())]) for r in requests]
+        """))
+    repository.add_model_text(repo, f"""name: "{name}"
+backend: "python"
+max_batch_size: 4
+input [ {{ name: "X" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+instance_group [ {{ count: 1 kind: KIND_GPU }} ]
+""")
+
+
+def test_python_models_in_the_server_image_have_numpy_and_no_torch(fake_docker, tmp_path):
+    """Issue 22, item 1: the test docker served a reader's Python model with this environment's torch and
+    torchvision, so notebook 14's JPEG step (torchvision) loaded here and failed only in the NGC image."""
+    repo = tmp_path / "models"
+    _python_model(repo, "with_numpy", "numpy")
+    _python_model(repo, "with_torch", "torch")
+    with TritonServer(repo, RuntimeChoice("docker", "test"), models=["with_numpy"]) as server:
+        out = tc.infer(tc.connect(server.url), "with_numpy", np.ones((1, 2), np.float32))["Y"]
+        assert out.tolist() == [[1.0, 1.0]]
+    with pytest.raises(RuntimeError, match="with_torch") as failed:
+        TritonServer(repo, RuntimeChoice("docker", "test"), models=["with_torch"], startup_timeout=120).start()
+    assert "No module named 'torch'" in str(failed.value) or "UNAVAILABLE" in str(failed.value), str(failed.value)
+    assert containers() == []
+
+
+def test_memory_trace_pulls_the_sdk_image_first_and_checks_the_exit_code(fake_docker, tiny_repo, tmp_path):
+    """Issue 22, items 3-4: the trace never pulled the SDK image (a real engine pulled it inside the traced window,
+    and the trace plotted the docker CLI's memory) and swallowed perf_analyzer's exit code."""
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
+        state = Path(os.environ["FAKE_DOCKER_STATE"]) / "images"
+        state.write_text("\n".join(i for i in state.read_text().split() if i != ngc.image("sdk")) + "\n")
+        trace = perf.memory_trace("tiny", server.grpc_url, tmp_path / "perf" / "trace.csv", concurrency=1, seconds=0.5,
+                                  docker_tag=ngc.NGC_TAG)
+        assert trace.attrs["peak_mb"] > 0 and not trace.attrs["stopped"]  # perf_analyzer's memory, one window
+        with pytest.raises(RuntimeError, match=r"perf_analyzer failed \(exit [1-9]\d*\) during the memory trace"):
+            perf.memory_trace("no_such_model", server.grpc_url, tmp_path / "perf" / "t2.csv", concurrency=1,
+                              seconds=0.5, docker_tag=ngc.NGC_TAG)
+    log = calls(fake_docker)
+    pulls = [i for i, c in enumerate(log) if c[0] == "pull" and c[1] == ngc.image("sdk")]
+    sdk_runs = [i for i, c in enumerate(log) if c[0] == "run" and ngc.image("sdk") in c]
+    assert pulls and sdk_runs and pulls[0] < sdk_runs[0]
+    assert containers() == []
+
+
+def test_every_docker_run_never_pulls_and_the_sdk_container_is_named_with_init(fake_docker, tiny_repo, tmp_path):
+    """Issue 22, items 3-4: `docker run` pulled a missing image silently inside timed steps; the perf_analyzer
+    container ran unnamed, without init, and nothing removed it when the kernel died."""
+    with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
+        perf.run("tiny", server.grpc_url, tmp_path / "perf" / "tiny.csv", concurrency="1", docker_tag=ngc.NGC_TAG,
+                 measurement_interval_ms=500, max_trials=5, stability_percentage=500, progress=False)
+    runs = [c for c in calls(fake_docker) if c[0] == "run"]
+    assert runs and all("--pull=never" in c[:c.index(ngc.image_of(["docker", *c]))] for c in runs), runs
+    sdk = [c for c in runs if ngc.image("sdk") in c]
+    assert sdk and all("--init" in c and c[c.index("--name") + 1].startswith(ngc.CONTAINER_PREFIX) for c in sdk)
+    assert all(["rm", "-f", c[c.index("--name") + 1]] in calls(fake_docker) for c in sdk)
+    assert containers() == []
+    # a missing image fails at once, as Docker does with --pull=never
+    out = subprocess.run(ngc.docker_run("nvcr.io/nvidia/tritonserver:00.01-py3", ["tritonserver"], gpus=None),
+                         capture_output=True, text=True)
+    assert out.returncode == 125 and "No such image" in out.stderr
+
+
+def test_cuda_shared_memory_in_the_sdk_container_is_refused_with_the_reason(tmp_path):
+    """Issue 22, item 4: with --shared-memory cuda the SDK container ran without a GPU, so perf_analyzer could create
+    no region (and the server, in another container, would open them through CUDA IPC between containers)."""
+    args = perf.perf_args("m", "127.0.0.1:8001", concurrency="1", shared_memory="cuda")
+    with pytest.raises(ValueError, match=r"shared_memory='cuda' is not offered.*issues/3429.*shared_memory='system'"):
+        perf.docker_command(args, results_dir=tmp_path)
+    with pytest.raises(ValueError, match="not offered"):
+        perf.level_command("m", "127.0.0.1:8001", tmp_path / "x.csv", ngc.NGC_TAG, concurrency="1", shared_memory="cuda")
+    system = perf.docker_command(perf.perf_args("m", "127.0.0.1:8001", concurrency="1", shared_memory="system"),
+                                 results_dir=tmp_path)
+    assert "--shared-memory" in system and "--gpus" not in system
+
+
+def test_a_killed_runs_shared_memory_regions_are_removed_by_the_reaper(tmp_path):
+    """Issue 22, item 14: a SIGKILLed perf_analyzer or server (with --ipc=host, in a container too) left its regions
+    in this host's /dev/shm; the reaper removes those of a killed run that nothing maps or holds open."""
+    import uuid
+
+    reaper = Path(__file__).resolve().parents[1] / "helpers" / "reaper.py"
+    tag = uuid.uuid4().hex[:8]
+    orphan, held, kept = (Path("/dev/shm") / f"tt-{tag}-{n}" for n in ("orphan", "held", "normal"))
+    go = tmp_path / "go"
+    killed = textwrap.dedent(f"""\
+        import os, time
+        for path in ({str(orphan)!r}, {str(held)!r}):
+            open(path, "wb").write(b"x" * 64)
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.05)
+        os.kill(os.getpid(), 9)
+        """)
+    try:
+        proc = subprocess.Popen([sys.executable, str(reaper), "--", sys.executable, "-c", killed],  # its own group,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)  # as the helpers start it
+        deadline = time.monotonic() + 30
+        while not held.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with open(held, "rb"):  # another process still uses this one
+            go.touch()
+            assert proc.wait(30) == 137
+        assert not orphan.exists() and held.exists()
+        assert f"tt-{tag}-orphan" in proc.stderr.read()
+        normal = f"open({str(kept)!r}, 'wb').write(b'x')"
+        assert subprocess.run([sys.executable, str(reaper), "--", sys.executable, "-c", normal],
+                              start_new_session=True).returncode == 0
+        assert kept.exists()  # a run that ended on its own is not a killed run: nothing removed
+    finally:
+        for path in (orphan, held, kept):
+            path.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ RUN_TAG, TAG = DOCKER_RUN_TAG, DOCKER_TAG
 
 @pytest.fixture(scope="module")
 def docker_run(docker_series):
-    """Notebooks 04-07, 10, 11 and 13 with runtime="docker" in their own folders (their ONNX export from their own
+    """Notebooks 04-07, 10, 11, 13 and 14 with runtime="docker" in their own folders (their ONNX export from their own
     run of 02), through the test docker; run in the background beside the ci run (conftest.BackgroundSeries)."""
     return docker_series.result()
 
@@ -56,3 +56,18 @@ def test_docker_path_writes_gpu_configs_and_loads_only_what_it_uses(docker_run):
     # round two, item 7: GPU-served models are not set against this CPU-only kernel's in-process speed
     assert set(compare["inprocess_skipped"]) == {"baseline", "baseline + dynamic batching"}
     assert all("served on the GPU" in why for why in compare["inprocess_skipped"].values())
+
+
+@pytest.mark.notebooks
+def test_near_the_limit_runs_without_the_jpeg_step_the_server_image_cannot_load(docker_run):
+    """Issue 22, item 1: 14's JPEG step imports torch and torchvision, which the NGC server image's Python lacks (the
+    test docker serves Python models with numpy only), so the server did not start; item 5: FP16 and the in-process
+    reference followed this kernel's PyTorch, not the server's GPU."""
+    near = _results(docker_run, "14_near_the_limit")
+    assert near["runtime"] == "docker" and near["device"] == "cpu" and near["server_device"] == "cuda"
+    assert "has numpy but not torch or torchvision" in near["ensemble_error"] and near["ensemble_top5_equal"] == 0
+    rows = {row["variant"]: row for row in near["variants"]}
+    assert "JPEG ensemble, gRPC" not in rows and all(row["throughput"] > 0 for row in rows.values())
+    assert {"UINT8 + batching, system shm", "UINT8 + batching, system shm, 2 instances"} <= set(rows)
+    assert not near["fp16"] and near["inprocess"] == {} and "cuda" in near["inprocess_skipped"]
+    assert near["uint8_vs_fp32"]["top1_agreement"] == 1.0

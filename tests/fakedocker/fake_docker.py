@@ -8,7 +8,8 @@
   docker run [opts] IMAGE CMD...  options checked against a recent Docker's `docker run` options (tests/data): an
                                   unknown one fails as Docker's CLI does; a name in use fails with Docker's conflict;
                                   a command that names a host path outside the mounts fails (the container cannot
-                                  see it); refuses an image that was not pulled (a real engine would pull silently);
+                                  see it); refuses an image that was not pulled (a real engine would pull silently;
+                                  with --pull=never it fails as Docker does);
                                   --gpus without the Container Toolkit (FAKE_DOCKER_NO_TOOLKIT=1) fails as Docker does;
                                   a volume mode other than ro/rw/z/Z fails;
                                   --network and --ipc honoured on every path: perf_analyzer outside the host's network
@@ -26,7 +27,9 @@
   docker rm [-f] NAME             removes a stopped container; a running one only with -f (Docker's error otherwise)
   docker ps [-a] [--format ...]   the names of running containers (-a: stopped ones too)
 It never produces a TensorRT result. The server image serves what this machine's Triton can (Python and PyTorch
-backends, Python-backend stand-ins for the rest) and places GPU instance groups on the CPU.
+backends, Python-backend stand-ins for the rest) and places GPU instance groups on the CPU. A reader's own Python-backend
+model runs in what the NGC image's Python has: numpy and no more (the server's build.py installs numpy<2 and virtualenv
+for the Python backend), so a model.py that imports torch or torchvision fails to load as it would in the image.
 """
 from __future__ import annotations
 
@@ -103,7 +106,7 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
     """Options, image and command of `docker run`; an option Docker does not know exits 125 as Docker's CLI does."""
     known = _options()
     opts = {"volumes": {}, "ports": {}, "name": None, "workdir": None, "gpus": None, "network": None, "env": {},
-            "rm": False, "user": None, "ipc": None, "init": False}
+            "rm": False, "user": None, "ipc": None, "init": False, "pull": "missing"}
     i = 0
     while i < len(args) and args[i].startswith("-"):
         flag, _, inline = args[i].partition("=")
@@ -126,7 +129,7 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
         elif flag in ("-e", "--env"):
             key, _, val = value.partition("=")
             opts["env"][key] = val
-        elif flag in ("-w", "--workdir", "--name", "--gpus", "--network", "-u", "--user", "--ipc"):
+        elif flag in ("-w", "--workdir", "--name", "--gpus", "--network", "-u", "--user", "--ipc", "--pull"):
             opts[{"-w": "workdir", "--workdir": "workdir", "-u": "user", "--user": "user"}.get(flag, flag[2:])] = value
         elif flag in ("--rm", "--init"):
             opts[flag[2:]] = True
@@ -201,8 +204,30 @@ def _start(opts: dict, argv: list[str], env: dict[str, str], cwd: str | None = N
     return code if code >= 0 else 128 - code
 
 
+def _image_python() -> Path:
+    """A Python environment with what the NGC server image's Python has for Python-backend models: numpy, no torch,
+    no torchvision (made once per state folder: a venv whose only package folder links this environment's numpy)."""
+    import subprocess
+
+    import numpy
+
+    env = STATE / "image-python"
+    if (env / "bin" / "activate").exists():
+        return env
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    packages = env / "image-packages"
+    packages.mkdir()
+    installed = Path(numpy.__file__).resolve().parent.parent
+    for item in installed.glob("numpy*"):  # the package, its bundled libraries, its metadata
+        (packages / item.name).symlink_to(item, target_is_directory=item.is_dir())
+    site = next((env / "lib").glob("python3*/site-packages"))
+    (site / "_image_packages.pth").write_text(f"{packages}\n")
+    return env
+
+
 def _server_repository(source: Path) -> Path:
-    """This machine's view of the mounted repository: stand-ins where a backend is missing, GPU groups on the CPU."""
+    """This machine's view of the mounted repository: stand-ins where a backend is missing, GPU groups on the CPU,
+    a reader's Python-backend models in the image's Python (_image_python)."""
     from helpers.repository import read_config, to_text
     from helpers.runtime import find_local_triton
     from helpers.standin import prepare_served_repository
@@ -211,6 +236,10 @@ def _server_repository(source: Path) -> Path:
     prepare_served_repository(source, target, find_local_triton().backends)
     for model in (p for p in target.iterdir() if (p / "config.pbtxt").exists()):
         config = read_config(model)
+        reader_python = config.backend == "python" and "ARTIFACT" not in config.parameters and not model.is_symlink()
+        if reader_python:  # mirrored with this environment (helpers.standin); the image has only numpy
+            config.parameters["EXECUTION_ENV_PATH"].string_value = str(_image_python())
+            (model / "config.pbtxt").write_text(to_text(config))
         if any(g.kind == g.KIND_GPU for g in config.instance_group):
             for group in config.instance_group:
                 group.kind = group.KIND_CPU
@@ -286,6 +315,8 @@ def run(args: list[str]) -> int:
     if opts["gpus"] and not _toolkit():
         return _say(125, 'docker: Error response from daemon: could not select device driver "" with capabilities: '
                          "[[gpu]].")
+    if image not in _images() and opts["pull"] == "never":
+        return _say(125, f"docker: Error response from daemon: No such image: {image}.")
     if image not in _images():
         return _say(125, f"fake docker: image {image} was not pulled first; a real engine would now pull it "
                          "silently inside `docker run` (tests require an explicit pull)")
