@@ -140,7 +140,7 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
         levels += [int(c) for c in df["concurrency"]]
         ax_t.plot(ok["concurrency"], ok["throughput"], marker="o", color=color, label=label)
         ax_p.plot(ok["concurrency"], ok["p99_ms"], marker="o", color=color, label=label)
-        for ax in (ax_t, ax_p):
+        for ax in (ax_t, ax_p) if len(bad) else ():  # an empty line drawn this way would break tight_layout
             ax.plot(bad["concurrency"], [0.02] * len(bad), "x", color=color, markersize=10, mew=2,
                     transform=ax.get_xaxis_transform(), clip_on=False)
         for _, row in bad.iterrows():
@@ -294,8 +294,9 @@ def queue_signal(signal: pd.DataFrame, threshold_us: float, p99_budget_ms: float
     _levels_axis(ax, list(signal["concurrency"]))
     ax.set_xlabel("concurrency (log2 scale)")
     bad = signal[~signal["stable"].astype(bool)]
-    ax.plot(bad["concurrency"], [0.02] * len(bad), "x", color="tab:red", markersize=10, mew=2,
-            transform=ax.get_xaxis_transform(), clip_on=False)
+    if len(bad):  # an empty line drawn this way would break tight_layout
+        ax.plot(bad["concurrency"], [0.02] * len(bad), "x", color="tab:red", markersize=10, mew=2,
+                transform=ax.get_xaxis_transform(), clip_on=False)
     if len(bad):
         fig.text(0.01, 0.0, "\n".join(f"x c={int(r['concurrency'])}: not measured: {failure_reason(r.get('error'), 80)}"
                                       for _, r in bad.iterrows()), fontsize=8, color="tab:red", va="top")

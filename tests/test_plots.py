@@ -41,9 +41,12 @@ def _texts(fig) -> str:
 
 
 def _check(fig, rows: list[str], failed: list[str] = ()) -> None:
-    """No overlapping tick labels; every row's label drawn; every failed row marked 'not measured'."""
+    """No overlapping tick labels; every plot at least a fifth of the figure wide (a squeezed plot crowds its ticks);
+    every row's label drawn; every failed row marked 'not measured'."""
     try:
         assert not _overlaps(fig), f"tick labels overlap: {_overlaps(fig)}"
+        widths = [ax.get_position().width for ax in fig.axes if ax.get_visible() and ax.axison]
+        assert min(widths) >= 0.2, f"plots squeezed to {widths} of the figure"
         text = _texts(fig)
         for row in rows:
             assert " ".join(str(row).split()) in text, f"row {row!r} is not in the figure"
