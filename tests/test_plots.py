@@ -64,6 +64,7 @@ def test_variants_figure_marks_the_stopped_grpc_row():
     failed = table.loc[~table["stable"], "variant"].tolist()
     assert failed, "the recorded run has a stopped row: the test must draw one"
     fig = plots.effect(table.rename(columns={"variant": "value"}), "value", "ResNet18 at concurrency 16", p99_budget_ms=10)
+    assert "the p99 budget, 10 ms" in _texts(fig)
     labels = _ticklabels(fig.axes[0])
     assert labels == [" ".join(v.split()) for v in table["variant"]], labels  # all seven, in order, none dropped
     _check(fig, table["variant"].tolist(), failed)
