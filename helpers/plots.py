@@ -127,10 +127,11 @@ def _levels_axis(ax, levels: list[int], min_octaves: float = 0.28) -> None:
 
 
 def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | None = None, *,
-          p99_budget_ms: float | None = None, knee: Mapping | pd.Series | None = None):
+          p99_budget_ms: float | None = None, knee: Mapping | pd.Series | None = None, knee_sought: bool = False):
     """Throughput and p99 latency against concurrency (log2 axis, the measured levels as ticks), one line per model
     (perf.parse_csv tables); a level without a stable number is an x on the axis with its reason below the plot;
-    the p99 budget and the knee (a row with concurrency and throughput) are drawn when given."""
+    the p99 budget and the knee (a row with concurrency and throughput) are drawn when given; with `knee_sought` and
+    no knee, the plot says that no level kept p99 within the budget."""
     fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 4.2))
     notes, levels = [], []
     for k, (label, df) in enumerate(results.items()):
@@ -154,6 +155,11 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
         ax_t.plot([c], [t], marker="*", markersize=16, color="tab:red", linestyle="none",
                   label=f"knee: {t:,.0f} infer/s at c={c}")
         ax_p.axvline(c, color="tab:red", linestyle=":", label=f"knee (c={c})")
+    elif knee_sought:
+        ax_t.text(0.5, 0.5, "no knee: no level kept p99 within "
+                  + (f"{p99_budget_ms:g} ms" if p99_budget_ms is not None else "the budget"),
+                  transform=ax_t.transAxes, ha="center", va="center", fontsize=9, color="tab:red",
+                  bbox=dict(boxstyle="round,pad=0.3", facecolor="#fdecea", edgecolor="tab:red"))
     for ax in (ax_t, ax_p):
         _levels_axis(ax, levels)
         ax.set_ylim(bottom=0)

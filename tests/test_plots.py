@@ -165,3 +165,10 @@ def test_failure_reason_is_short_and_names_the_cause():
     assert plots.failure_reason("perf_analyzer failed (exit 99) for model 'm'; command: ...") == \
         "perf_analyzer failed (exit 99) for model 'm'"
     assert len(plots.failure_reason("x" * 500)) <= 60
+
+
+def test_a_sweep_without_a_knee_says_so():
+    sweep = pd.read_csv(DATA / "h200_2026-12-02_14_saturation.csv")
+    fig = plots.sweep({"UINT8": sweep}, "Saturation", p99_budget_ms=1.0, knee=perf.best(sweep, 1.0), knee_sought=True)
+    assert "no knee: no level kept p99 within 1 ms" in _texts(fig)
+    _check(fig, ["UINT8"])
