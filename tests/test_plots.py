@@ -19,8 +19,7 @@ DATA = Path(__file__).resolve().parents[1] / "docs" / "data"
 
 
 def _overlaps(fig) -> list[tuple[str, str]]:
-    """Pairs of visible, non-empty tick labels of one axis whose drawn extents intersect."""
-    fig.canvas.draw()
+    """Pairs of visible, non-empty tick labels of one axis whose drawn extents intersect (the figure drawn)."""
     renderer = fig.canvas.get_renderer()
     found = []
     for ax in fig.axes:
@@ -35,8 +34,7 @@ def _overlaps(fig) -> list[tuple[str, str]]:
 
 
 def _texts(fig) -> str:
-    """Every piece of text drawn in the figure (tick labels, annotations, legends, notes), whitespace normalized."""
-    fig.canvas.draw()
+    """Every piece of text in the figure (tick labels, annotations, legends, notes), whitespace normalized."""
     return " ".join(" ".join(t.get_text().split()) for t in fig.findobj(matplotlib.text.Text))
 
 
@@ -44,6 +42,7 @@ def _check(fig, rows: list[str], failed: list[str] = ()) -> None:
     """No overlapping tick labels; every plot at least a fifth of the figure wide (a squeezed plot crowds its ticks);
     every row's label drawn; every failed row marked 'not measured'."""
     try:
+        fig.canvas.draw()
         assert not _overlaps(fig), f"tick labels overlap: {_overlaps(fig)}"
         widths = [ax.get_position().width for ax in fig.axes if ax.get_visible() and ax.axison]
         assert min(widths) >= 0.2, f"plots squeezed to {widths} of the figure"
