@@ -478,14 +478,15 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
     come first (the first level's shape; the batches a dynamic batcher forms at the top);
     a level that never stabilizes or passes `memory_limit_gb` (default: default_memory_limit_gb()) is kept with
     stable=False, no numbers and the reason in `error`, so one bad level does not lose the sweep. Raises when no level
-    is stable. Each level's output goes to <csv>.log; with docker_tag, perf_analyzer runs from the NGC SDK image.
+    is stable. Each level's output goes to <csv>.log and, per stable level, to table.attrs["console"] (`console`);
+    with docker_tag, perf_analyzer runs from the NGC SDK image.
     """
     from tqdm.auto import tqdm
 
     limit = memory_limit_gb or default_memory_limit_gb()
     csv_file = Path(csv_file).resolve()
     csv_file.parent.mkdir(parents=True, exist_ok=True)
-    rows, log = [], []
+    rows, log, consoles = [], [], {}
     levels = concurrency_levels(concurrency)
     for level in sorted({levels[0], levels[-1]}) if warmup_s else []:  # the first level's shape, the top's batches
         log += warm_up(model, url, csv_file, level, docker_tag=docker_tag, seconds=warmup_s, memory_limit_gb=limit,
@@ -496,6 +497,7 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
         try:
             watched = _run_level(model, url, level_csv, docker_tag, {**kwargs, "concurrency": str(level)}, limit)
             log += watched.output
+            consoles[level] = "".join(watched.output)
             rows.append(parse_csv(level_csv).assign(stable=True, peak_rss_mb=watched.peak_mb,
                                                     client_cores=round(watched.client_cores, 3),
                                                     requests=kwargs.get("request_count") or 0, error=""))
@@ -510,7 +512,18 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
         raise UnstableMeasurement(f"no concurrency level of {concurrency} was stable for {model!r}: {reasons}; "
                                   f"see {csv_file.with_suffix('.log')}")
     table.to_csv(csv_file, index=False)
+    table.attrs["console"] = consoles
     return table
+
+
+def console(table: pd.DataFrame, level: int) -> str:
+    """What perf_analyzer printed to its console for one measured level of a `run` table (its own summary block:
+    request count, throughput, latency percentiles, the server-side split), as it printed it."""
+    printed = table.attrs.get("console", {})
+    if level not in printed:
+        raise KeyError(f"no console output kept for concurrency {level}; kept: {sorted(printed)} (only stable levels "
+                       "measured by perf.run keep theirs)")
+    return printed[level]
 
 
 def measure_level(model: str, url: str, csv_file: str | Path, concurrency: int, *, docker_tag: str | None = None,

@@ -1,6 +1,7 @@
 """Plots the notebooks show and save: predictions, latency bars, throughput and p99 against concurrency."""
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,57 +47,157 @@ def latency_bars(table: pd.DataFrame, title: str, path: str | Path | None = None
     return _save(fig, path)
 
 
-def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | None = None):
-    """Throughput and p99 latency against concurrency, one line per model (perf.parse_csv tables)."""
-    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 4.2))
-    for label, df in results.items():
-        ax_t.plot(df["concurrency"], df["throughput"], marker="o", label=label)
-        ax_p.plot(df["concurrency"], df["p99_ms"], marker="o", label=label)
-    ax_t.set(xlabel="concurrency", ylabel="throughput (infer/s)", title="throughput")
-    ax_p.set(xlabel="concurrency", ylabel="p99 latency (ms)", title="p99 latency")
-    for ax in (ax_t, ax_p):
-        ax.grid(alpha=0.3)
-        ax.legend()
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle(title)
-    fig.tight_layout()
-    return _save(fig, path)
+def failure_reason(error: object, width: int = 60) -> str:
+    """A failed or stopped row's reason, short enough to print beside its bar (helpers.perf's error text, trimmed of
+    the model name, the remedy and the log path)."""
+    text = "" if error is None or (isinstance(error, float) and np.isnan(error)) else str(error)
+    stopped = re.search(r"passed the memory limit of ([\d.]+ GB) \((\d+) MB resident after (\d+) s\)", text)
+    if stopped:
+        return f"stopped by the memory guard: {stopped[2]} MB after {stopped[3]} s (limit {stopped[1]})"
+    if "no stable measurement" in text:
+        return "no stable measurement"
+    text = re.sub(r"^no concurrency level of \S+ was stable for '[^']*': ", "", text)
+    text = re.sub(r"^'[^']*' at concurrency \d+: ", "", text).split(";")[0].strip() or "no result"
+    return textwrap.shorten(text, width, placeholder=" ...")
 
 
-def bars_at(results: Mapping[str, pd.DataFrame], concurrency: int, title: str, path: str | Path | None = None):
-    """Side-by-side throughput and p99 bars at one concurrency level."""
-    rows = {label: df.loc[df["concurrency"] == concurrency].iloc[0] for label, df in results.items()
-            if (df["concurrency"] == concurrency).any()}
-    if not rows:
-        raise ValueError(f"no result has concurrency {concurrency}; measured: "
-                         f"{sorted({int(c) for df in results.values() for c in df['concurrency']})}")
-    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(10, 3.8))
+def _measured(row: Mapping | pd.Series, column: str = "throughput") -> bool:
+    """Whether a perf row has a number to draw (stable, and the column present and finite)."""
+    stable = row.get("stable", True)
+    value = row.get(column, np.nan)
+    return bool(stable) and not pd.isna(stable) and value is not None and np.isfinite(float(value))
+
+
+def _placeholder(ax, y: float, reason: str) -> None:
+    """A boxed note at `y` of a horizontal bar chart, with the reason its row has no bar."""
+    ax.barh(y, 0, color="none")
+    ax.annotate(f"not measured: {reason}", (0, y), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                textcoords="offset points", va="center", ha="left", fontsize=8, color="tab:red",
+                bbox=dict(boxstyle="round,pad=0.2", facecolor="#fdecea", edgecolor="tab:red"))
+
+
+def _hbars(rows: Mapping[str, Mapping | pd.Series], title: str, *, p99_budget_ms: float | None = None,
+           wrap: int = 34, path: str | Path | None = None):
+    """Throughput and p99 as horizontal bars, one row per label in the order given; a row without a number is a
+    marked placeholder with its reason; the p99 budget, when given, is a dashed line."""
     labels = list(rows)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"][:len(labels)]
-    for ax, column, unit in ((ax_t, "throughput", "infer/s"), (ax_p, "p99_ms", "ms")):
-        values = [rows[label][column] for label in labels]
-        bars = ax.bar([textwrap.fill(label, 16) for label in labels], values, color=colors)
-        ax.bar_label(bars, fmt="%.1f")
-        ax.margins(y=0.15)
-        ax.set_ylabel(f"{column.replace('_ms', '')} ({unit})")
-    ax_t.set_title(f"throughput at concurrency {concurrency}")
-    ax_p.set_title(f"p99 latency at concurrency {concurrency}")
+    wrapped = [textwrap.fill(str(label), wrap) for label in labels]
+    lines = max((w.count("\n") + 1 for w in wrapped), default=1)
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 1.4 + len(labels) * (0.28 + 0.17 * lines)), sharey=True)
+    y = np.arange(len(labels))
+    for ax, column, unit, color in ((ax_t, "throughput", "infer/s", "tab:blue"), (ax_p, "p99_ms", "ms", "tab:orange")):
+        for k, label in enumerate(labels):
+            row = rows[label]
+            if _measured(row, column):
+                bar = ax.barh(k, float(row[column]), color=color)
+                ax.bar_label(bar, fmt="%.1f", padding=3, fontsize=8)
+            else:
+                _placeholder(ax, k, failure_reason(row.get("error")) if ax is ax_t else "see left")
+        ax.set_xlabel(f"{column.replace('_ms', '')} ({unit})")
+        ax.margins(x=0.18)
+        ax.grid(axis="x", alpha=0.3)
+    ax_p.set_title("p99 latency")
+    if p99_budget_ms is not None:  # named in the title: a legend would cover a bar's label
+        ax_p.axvline(p99_budget_ms, color="tab:red", linestyle="--")
+        ax_p.set_title(f"p99 latency (red dashed line: the p99 budget, {p99_budget_ms:g} ms)")
+    ax_t.set_yticks(y, wrapped, fontsize=9)
+    ax_t.set_ylim(len(labels) - 0.5, -0.5)  # the first row on top
+    ax_t.set_title("throughput")
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, path)
 
 
-def effect(table: pd.DataFrame, x: str, title: str, path: str | Path | None = None):
-    """Throughput and p99 bars for each setting of one knob (a column of `table`)."""
-    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(10, 3.6))
-    labels = table[x].astype(str)
-    ax_t.bar(labels, table["throughput"], color="tab:blue")
-    ax_p.bar(labels, table["p99_ms"], color="tab:orange")
-    ax_t.set(xlabel=x, ylabel="throughput (infer/s)")
-    ax_p.set(xlabel=x, ylabel="p99 latency (ms)")
+def _levels_axis(ax, levels: list[int], min_octaves: float = 0.28) -> None:
+    """Concurrency on a log2 axis: every measured level a tick, labelled where the labels do not crowd each other
+    (the first and the last always)."""
+    levels = sorted({int(v) for v in levels if v and v > 0})
+    ax.set_xscale("log", base=2)
+    if not levels:
+        return
+    shown = [levels[-1]]
+    for level in reversed(levels[:-1]):
+        if np.log2(shown[-1] / level) >= min_octaves:
+            shown.append(level)
+    if levels[0] not in shown:
+        shown[-1] = levels[0]
+    ax.set_xticks(levels, [str(v) if v in shown else "" for v in levels])
+    ax.xaxis.set_minor_locator(plt.NullLocator())
+    ax.set_xlim(levels[0] / 1.3, levels[-1] * 1.3)
+
+
+def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | None = None, *,
+          p99_budget_ms: float | None = None, knee: Mapping | pd.Series | None = None, knee_sought: bool = False):
+    """Throughput and p99 latency against concurrency (log2 axis, the measured levels as ticks), one line per model
+    (perf.parse_csv tables); a level without a stable number is an x on the axis with its reason below the plot;
+    the p99 budget and the knee (a row with concurrency and throughput) are drawn when given; with `knee_sought` and
+    no knee, the plot says that no level kept p99 within the budget."""
+    fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 4.2))
+    notes, levels = [], []
+    for k, (label, df) in enumerate(results.items()):
+        color = f"C{k}"
+        ok = df[[_measured(r) for _, r in df.iterrows()]]
+        bad = df[[not _measured(r) for _, r in df.iterrows()]]
+        levels += [int(c) for c in df["concurrency"]]
+        ax_t.plot(ok["concurrency"], ok["throughput"], marker="o", color=color, label=label)
+        ax_p.plot(ok["concurrency"], ok["p99_ms"], marker="o", color=color, label=label)
+        for ax in (ax_t, ax_p) if len(bad) else ():  # an empty line drawn this way would break tight_layout
+            ax.plot(bad["concurrency"], [0.02] * len(bad), "x", color=color, markersize=10, mew=2,
+                    transform=ax.get_xaxis_transform(), clip_on=False)
+        for _, row in bad.iterrows():
+            notes.append(f"x {label}, c={int(row['concurrency'])}: not measured: {failure_reason(row.get('error'), 80)}")
+    ax_t.set(xlabel="concurrency (log2 scale)", ylabel="throughput (infer/s)", title="throughput")
+    ax_p.set(xlabel="concurrency (log2 scale)", ylabel="p99 latency (ms)", title="p99 latency")
+    if p99_budget_ms is not None:
+        ax_p.axhline(p99_budget_ms, color="tab:red", linestyle="--", label=f"p99 budget ({p99_budget_ms:g} ms)")
+    if knee is not None:
+        c, t = int(knee["concurrency"]), float(knee["throughput"])
+        ax_t.plot([c], [t], marker="*", markersize=16, color="tab:red", linestyle="none",
+                  label=f"knee: {t:,.0f} infer/s at c={c}")
+        ax_p.axvline(c, color="tab:red", linestyle=":", label=f"knee (c={c})")
+    elif knee_sought:
+        ax_t.text(0.5, 0.5, "no knee: no level kept p99 within "
+                  + (f"{p99_budget_ms:g} ms" if p99_budget_ms is not None else "the budget"),
+                  transform=ax_t.transAxes, ha="center", va="center", fontsize=9, color="tab:red",
+                  bbox=dict(boxstyle="round,pad=0.3", facecolor="#fdecea", edgecolor="tab:red"))
+    for ax in (ax_t, ax_p):
+        _levels_axis(ax, levels)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     fig.suptitle(title)
+    if notes:
+        fig.text(0.01, 0.0, "\n".join(notes), fontsize=8, color="tab:red", va="top", ha="left")
     fig.tight_layout()
     return _save(fig, path)
+
+
+def bars_at(results: Mapping[str, pd.DataFrame], concurrency: int, title: str, path: str | Path | None = None, *,
+            p99_budget_ms: float | None = None):
+    """Throughput and p99 bars at one concurrency level, one row per result; a result without a stable number there
+    is a marked placeholder with its reason."""
+    rows = {}
+    for label, df in results.items():
+        at = df.loc[df["concurrency"] == concurrency]
+        rows[label] = at.iloc[0] if len(at) else {"stable": False, "error": f"concurrency {concurrency} was not measured"}
+    if not any(_measured(row) for row in rows.values()):
+        raise ValueError(f"no result has a stable row at concurrency {concurrency}; measured: "
+                         f"{sorted({int(c) for df in results.values() for c in df['concurrency']})}")
+    return _hbars(rows, f"{title}\nthroughput and p99 latency at concurrency {concurrency}",
+                  p99_budget_ms=p99_budget_ms, path=path)
+
+
+def effect(table: pd.DataFrame, x: str, title: str, path: str | Path | None = None, *,
+           p99_budget_ms: float | None = None):
+    """Throughput and p99 bars (horizontal, labels that fit) for each setting of one knob (a column of `table`); a
+    setting that was stopped or never stable is a marked placeholder with its reason."""
+    rows = {}
+    for _, row in table.iterrows():
+        label = str(row[x])
+        while label in rows:  # a repeated setting keeps its own row
+            label += " "
+        rows[label] = row
+    return _hbars(rows, title, p99_budget_ms=p99_budget_ms, path=path)
 
 
 # Where one request's time goes, in the order it is spent (perf_analyzer's CSV columns, parsed by helpers.perf).
@@ -111,10 +212,18 @@ def latency_split(rows: Mapping[str, pd.Series], title: str, path: str | Path | 
     fig, ax = plt.subplots(figsize=(11, 1.6 + 0.6 * len(rows)))
     labels = list(rows)
     left = np.zeros(len(labels))
+    y = np.arange(len(labels))
+    measured = [_measured(rows[label]) for label in labels]
     for column, name in LATENCY_PARTS.items():
-        values = np.array([float(rows[label].get(column, 0.0) or 0.0) for label in labels])
-        ax.barh([textwrap.fill(label, 28) for label in labels], values, left=left, label=name)
+        values = np.array([float(rows[label].get(column, 0.0) or 0.0) if ok else 0.0
+                           for label, ok in zip(labels, measured)])
+        values = np.nan_to_num(values)
+        ax.barh(y, values, left=left, label=name)
         left += values
+    for k, (label, ok) in enumerate(zip(labels, measured)):
+        if not ok:
+            _placeholder(ax, k, failure_reason(rows[label].get("error")))
+    ax.set_yticks(y, [textwrap.fill(label, 28) for label in labels])
     ax.set_xlabel("average time per request (ms)")
     ax.invert_yaxis()
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
@@ -188,7 +297,15 @@ def queue_signal(signal: pd.DataFrame, threshold_us: float, p99_budget_ms: float
     more = other.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left", fontsize=8)
     ax.grid(alpha=0.3)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _levels_axis(ax, list(signal["concurrency"]))
+    ax.set_xlabel("concurrency (log2 scale)")
+    bad = signal[~signal["stable"].astype(bool)]
+    if len(bad):  # an empty line drawn this way would break tight_layout
+        ax.plot(bad["concurrency"], [0.02] * len(bad), "x", color="tab:red", markersize=10, mew=2,
+                transform=ax.get_xaxis_transform(), clip_on=False)
+    if len(bad):
+        fig.text(0.01, 0.0, "\n".join(f"x c={int(r['concurrency'])}: not measured: {failure_reason(r.get('error'), 80)}"
+                                      for _, r in bad.iterrows()), fontsize=8, color="tab:red", va="top")
     fig.tight_layout()
     return _save(fig, path)
 

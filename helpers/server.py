@@ -27,6 +27,24 @@ from .runtime import RuntimeChoice, choose_runtime
 from .standin import Served
 
 
+def model_table(log_text: str) -> str:
+    """Triton's own startup lines about its models: each "loading" / "successfully loaded" / failure line, then the
+    Model | Version | Status table it prints once loading is done (READY, or UNAVAILABLE with the reason)."""
+    lines = log_text.splitlines()
+    keep = {k for k, ln in enumerate(lines) if re.search(r"model_lifecycle\.cc:\d+\]", ln)}
+    for k, line in enumerate(lines):
+        if re.match(r"\|\s*Model\s*\|\s*Version\s*\|\s*Status\s*\|", line):
+            end = k + 1
+            while end < len(lines) and lines[end].startswith(("|", "+")):
+                end += 1
+            keep.update(range(max(k - 2, 0), end))  # the line that introduces it, the border, the header, the rows
+    picked = [lines[k] for k in sorted(keep)]
+    if not any("| Model" in ln for ln in picked):
+        raise ValueError("the server log has no 'Model | Version | Status' table yet (Triton prints it once the "
+                         "models have loaded)")
+    return "\n".join(picked)
+
+
 class ServerError(RuntimeError):
     """The server did not start, or a model did not load; the message carries the log's tail."""
 
@@ -244,6 +262,10 @@ class TritonServer:
         started = re.findall(r'"loading: ([^:"]+):\d+"', text)
         done = set(re.findall(r"successfully loaded '([^']+)'", text))
         return [m for m in dict.fromkeys(started) if m not in done]
+
+    def model_table(self) -> str:
+        """The model lines and the Model | Version | Status table of this server's log (model_table)."""
+        return model_table(self.log_file.read_text(errors="replace"))
 
     def log_tail(self, lines: int = 30) -> str:
         """The last lines of the server log."""

@@ -597,6 +597,7 @@ CLAIM_SETTINGS = {
                   "the 20x reliability step": ".ci/run", "(20 minutes in all on 2 cores)": ".ci/run's budget"},
     "11_baseline_benchmark.ipynb": {"sampled every 0.2 s": "helpers/perf.py's sampling interval",
                                     "at most 3.5 GB": "perf.MEMORY_CAP_GB (tests/test_claims.py checks it)"},
+    "13_dynamic_batching_compare.ipynb": {"every 200 ms": "helpers/gpu.py's sampling interval"},
     "14_near_the_limit.ipynb": {"UINT8 NHWC images (150 KB)": "224 x 224 x 3 bytes, the model's input",
                                 "and 100 us against this": "notebook 13's queue-delay setting"},
     "20_kubernetes.ipynb": {"every 15 s": "the PodMonitor's interval (helpers/k8s.py)"},

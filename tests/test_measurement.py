@@ -3,6 +3,9 @@ repeated headline rows with their spread, backend parameters and warm-up in a de
 reference with the input on the device."""
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -117,3 +120,71 @@ def test_the_c_api_row_loads_only_its_model_with_the_local_servers_library_and_b
     assert f"--model-repository={install.parent / 'repository'}" in command
     assert "--shared-memory" not in command and "-u" not in command  # no network, no shared memory in this mode
     assert env["LD_LIBRARY_PATH"].split(":")[:2] == [str(lib.parent.resolve()), "/x"]
+
+
+# --- GPU sampling (helpers.gpu): the no-GPU path, and nvidia-smi's CSV parsed from a fake nvidia-smi on PATH ---
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+# prints what `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,memory.used,memory.total
+#   --format=csv,noheader,nounits -lms 200` prints on a two-GPU machine, until it is stopped
+echo "$@" > "$(dirname "$0")/args"
+i=0
+while true; do
+  echo "2026/12/02 06:40:0$i.100, 0, $((40 + i)), 1200, 143771"
+  echo "2026/12/02 06:40:0$i.101, 1, [N/A], 900, 143771"
+  i=$((i + 1))
+  [ $i -gt 8 ] && i=8
+  sleep 0.1
+done
+"""
+
+
+def test_gpu_sampler_without_a_gpu_says_so(monkeypatch, tmp_path):
+    from helpers import gpu
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvidia-smi anywhere
+    with gpu.Sampler() as sampler:
+        pass
+    assert not sampler.available and "nvidia-smi is not on PATH" in sampler.summary()
+    assert sampler.table.empty and sampler.per_gpu().empty
+    assert all(v != v for v in sampler.columns().values())  # NaN, not a made-up number
+    gpu.save(sampler, tmp_path / "gpu.csv")
+    assert not (tmp_path / "gpu.csv").exists()
+
+
+def test_gpu_sampler_parses_nvidia_smi(monkeypatch, tmp_path):
+    from helpers import gpu
+
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(FAKE_NVIDIA_SMI)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with gpu.Sampler(interval_ms=100) as sampler:
+        time.sleep(0.5)
+    assert sampler.available, sampler.reason
+    assert (tmp_path / "args").read_text().split() == gpu.command(100)[1:]
+    per = sampler.per_gpu().set_index("gpu")
+    assert list(per.index) == [0, 1]
+    assert per.loc[0, "util_max_pct"] >= 42 and per.loc[0, "memory_max_mb"] == 1200
+    assert per.loc[1, "util_mean_pct"] != per.loc[1, "util_mean_pct"]  # [N/A] stays empty
+    assert sampler.table["seconds"].max() > 0
+    assert "GPU 0: utilization mean" in sampler.summary() and "143,771 MiB" in sampler.summary()
+    assert sampler.columns()["gpu_memory_mb"] == 2100.0
+    table = gpu.parse("2026/12/02 06:40:00.100, 0, 97, 5000, 143771\n2026/12/02 06:40:00.3")  # a cut-off last line
+    assert table[["gpu", "util_pct", "memory_used_mb"]].values.tolist() == [[0, 97, 5000]]
+
+
+def test_run_keeps_each_levels_console_output(tmp_path, monkeypatch):
+    def fake_level(model, url, csv_file, docker_tag, kwargs, limit):
+        level = int(kwargs["concurrency"])
+        if level == 3:
+            raise perf.UnstableMeasurement("no stable measurement")
+        pd.DataFrame({"concurrency": [level], "throughput": [10.0 * level], "stable": [True]}).to_csv(csv_file, index=False)
+        return perf.Watched(0, [f"*** Measurement Settings ***\n", f"Concurrency: {level}, throughput: {10 * level} infer/sec\n"],
+                            5.0, [])
+
+    monkeypatch.setattr(perf, "_run_level", fake_level)
+    table = perf.run("m", "localhost:8001", tmp_path / "m.csv", concurrency="1:3:1", progress=False)
+    assert perf.console(table, 2) == "*** Measurement Settings ***\nConcurrency: 2, throughput: 20 infer/sec\n"
+    with pytest.raises(KeyError, match=r"kept: \[1, 2\]"):
+        perf.console(table, 3)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -487,3 +488,37 @@ def test_two_interrupts_of_a_jupyter_kernel_during_start_leave_nothing(tiny_repo
         kc.stop_channels()
         km.shutdown_kernel(now=True)
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+def test_model_table_is_tritons_own_lines_about_its_models():
+    from helpers.server import model_table
+
+    log = """I1202 06:00:12.752983 1 pinned_memory_manager.cc:273] "Pinned memory pool is created"
+I1202 06:00:12.755293 1 model_lifecycle.cc:472] "loading: good:1"
+I1202 06:00:12.755301 1 model_lifecycle.cc:472] "loading: bad:1"
+E1202 06:00:13.100000 1 model_lifecycle.cc:642] "failed to load 'bad' version 1: Invalid argument: unexpected inference input 'X'"
+I1202 06:00:18.838292 1 model_lifecycle.cc:839] "successfully loaded 'good'"
+I1202 06:00:18.863576 1 server.cc:631] 
++---------+------+--------+
+| Backend | Path | Config |
++---------+------+--------+
+| python  | /x   | {}     |
++---------+------+--------+
+
+I1202 06:00:18.863657 1 server.cc:674] 
++-------+---------+-----------------------------------------------------------------+
+| Model | Version | Status                                                          |
++-------+---------+-----------------------------------------------------------------+
+| bad   | 1       | UNAVAILABLE: Invalid argument: unexpected inference input 'X'   |
+| good  | 1       | READY                                                           |
++-------+---------+-----------------------------------------------------------------+
+
+I1202 06:00:18.907130 1 tritonserver.cc:2598] 
+"""
+    lines = model_table(log).splitlines()
+    assert lines[0].endswith('"loading: good:1"') and "failed to load 'bad'" in lines[2]
+    assert lines[4].endswith("server.cc:674] ") and lines[6].startswith("| Model")
+    assert lines[-1].startswith("+-------+") and lines[-3].startswith("| bad") and "READY" in lines[-2]
+    assert not any("Backend" in ln or "pinned" in ln for ln in lines)
+    with pytest.raises(ValueError, match=re.escape("no 'Model | Version | Status' table")):
+        model_table(log.split("I1202 06:00:18.863657")[0])
