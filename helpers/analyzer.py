@@ -40,7 +40,8 @@ def local_launch(local: LocalTriton, perf_analyzer: PerfAnalyzer, host: str = "l
     """The launch part of the config for `triton_launch_mode: local`: this machine's tritonserver and perf_analyzer,
     the server's backend directory and library path, and three free ports (Model Analyzer's 8000-8002 may be taken).
     Model Analyzer gives `triton_server_environment` to perf_analyzer too (record/metrics_manager.py), so its
-    LD_LIBRARY_PATH lists the libraries of both."""
+    LD_LIBRARY_PATH lists the libraries of both. DCGM (its default source of GPU facts) is not installed with the pip
+    package: `dcgm_disable` makes it ask CUDA (numba) instead, and read GPU metrics from Triton's endpoint."""
     from .launchers import free_port
 
     libs = [d for env in (local.env, perf_analyzer.env) for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
@@ -56,6 +57,7 @@ def local_launch(local: LocalTriton, perf_analyzer: PerfAnalyzer, host: str = "l
         "triton_grpc_endpoint": f"{host}:{grpc_}",
         "triton_metrics_url": f"http://{host}:{metrics}/metrics",
         "perf_analyzer_path": str(perf_analyzer.binary),
+        "dcgm_disable": True,
     }
 
 
