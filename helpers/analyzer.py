@@ -40,8 +40,7 @@ def local_launch(local: LocalTriton, perf_analyzer: PerfAnalyzer, host: str = "l
     """The launch part of the config for `triton_launch_mode: local`: this machine's tritonserver and perf_analyzer,
     the server's backend directory and library path, and three free ports (Model Analyzer's 8000-8002 may be taken).
     Model Analyzer gives `triton_server_environment` to perf_analyzer too (record/metrics_manager.py), so its
-    LD_LIBRARY_PATH lists the libraries of both. DCGM (its default source of GPU facts) is not installed with the pip
-    package: `dcgm_disable` makes it ask CUDA (numba) instead, and read GPU metrics from Triton's endpoint."""
+    LD_LIBRARY_PATH lists the libraries of both. With a GPU, this mode needs DCGM (dcgm_found); see remote_launch."""
     from .launchers import free_port
 
     libs = [d for env in (local.env, perf_analyzer.env) for d in env.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
@@ -57,7 +56,56 @@ def local_launch(local: LocalTriton, perf_analyzer: PerfAnalyzer, host: str = "l
         "triton_grpc_endpoint": f"{host}:{grpc_}",
         "triton_metrics_url": f"http://{host}:{metrics}/metrics",
         "perf_analyzer_path": str(perf_analyzer.binary),
-        "dcgm_disable": True,
+    }
+
+
+def dcgm_found() -> bool:
+    """Whether NVIDIA DCGM's library is installed: Model Analyzer reads GPU facts from it when it starts the server
+    itself on a GPU (local and docker launch modes, which refuse `dcgm_disable`); the pip package does not bring it."""
+    import ctypes.util
+
+    return bool(ctypes.util.find_library("dcgm")) or any(
+        Path(p).exists() for p in ("/usr/lib/x86_64-linux-gnu/libdcgm.so.4", "/usr/lib64/libdcgm.so.4"))
+
+
+class _ExplicitControl:
+    """A launcher of the series (helpers.launchers) whose server takes Triton's explicit model control: Model
+    Analyzer in remote mode loads each variant through the repository API, which poll mode refuses."""
+
+    def __init__(self, launcher):
+        self._inner = launcher
+        self.name = launcher.name
+
+    def __getattr__(self, attr):
+        return getattr(self._inner, attr)
+
+    def command(self, server) -> list[str]:
+        flags = ("--model-control-mode", "--repository-poll-secs", "--load-model")
+        return [*(a for a in self._inner.command(server) if not str(a).startswith(flags)),
+                "--model-control-mode=explicit", *(f"--load-model={m}" for m in server.model_names())]
+
+
+def explicit_server(repository: str | Path, runtime, models: Sequence[str], **kwargs):
+    """The series' TritonServer (helpers.server: its ports, its reaper, its stop) over `repository`, loading `models`
+    with explicit model control, for `triton_launch_mode: remote`."""
+    from .server import TritonServer
+
+    server = TritonServer(repository, runtime, models=models, poll_secs=None, **kwargs)
+    server.launcher = _ExplicitControl(server.launcher)
+    return server
+
+
+def remote_launch(server, perf_analyzer: PerfAnalyzer) -> dict:
+    """The launch part of the config for `triton_launch_mode: remote`: a server already running (the series' own,
+    explicit_server), its three endpoints, this machine's perf_analyzer; `dcgm_disable` (allowed in this mode only)
+    where DCGM is missing: GPU facts then come from CUDA and Triton's metrics endpoint."""
+    return {
+        "triton_launch_mode": "remote",
+        "triton_http_endpoint": server.url,
+        "triton_grpc_endpoint": server.grpc_url,
+        "triton_metrics_url": f"http://{server.metrics_url}/metrics",
+        "perf_analyzer_path": str(perf_analyzer.binary),
+        "dcgm_disable": not dcgm_found(),
     }
 
 
@@ -123,11 +171,12 @@ def leftovers(ports: Sequence[str], names: Sequence[str] = ("tritonserver", "per
     return found
 
 
-def cleanup(ports: Sequence[str], timeout: float = 10.0, report: str | Path | None = None) -> list[str]:
+def cleanup(ports: Sequence[str], timeout: float = 10.0, report: str | Path | None = None,
+            names: Sequence[str] = ("tritonserver", "perf_analyzer")) -> list[str]:
     """Stop what a run left behind (a tritonserver or perf_analyzer naming our ports: Model Analyzer starts both in
     sessions of their own, so a killed Model Analyzer leaves them); SIGTERM, then SIGKILL. Returns what was stopped,
     also appended to `report` (one line each) when given."""
-    procs = leftovers(ports)
+    procs = leftovers(ports, names)
     for proc in procs:
         try:
             proc.terminate()
@@ -147,11 +196,11 @@ def cleanup(ports: Sequence[str], timeout: float = 10.0, report: str | Path | No
     return stopped
 
 
-def _cleanup_command(ports: Sequence[str], report: Path) -> list[str]:
+def _cleanup_command(ports: Sequence[str], report: Path, names: Sequence[str]) -> list[str]:
     """The reaper's --on-exit once Model Analyzer ends, however it ends (a dead kernel cannot clean up): cleanup(ports)
     in a fresh Python, what it stopped written to `report`."""
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from helpers.analyzer import cleanup; "
-            f"cleanup({list(ports)!r}, report={str(report)!r})")
+            f"cleanup({list(ports)!r}, report={str(report)!r}, names={list(names)!r})")
     return [sys.executable, "-c", code]
 
 
@@ -191,7 +240,8 @@ def _perf_rss_mb(root: psutil.Process) -> tuple[float, list[psutil.Process]]:
 def run(config: Mapping, workdir: str | Path, *, timeout_s: float = 600.0, memory_limit_gb: float | None = None,
         env: Mapping[str, str] | None = None, interval: float = 0.2) -> AnalyzerRun:
     """Write `config` as YAML (render_yaml: the text the page prints) to workdir/config.yml and run
-    `model-analyzer profile -f` on it, alone among this machine's load generators (perf.one_load_generator), with
+    `model-analyzer profile -f` on it (with `env` added to this environment: perf_analyzer's libraries in remote
+    mode), alone among this machine's load generators (perf.one_load_generator), with
     perf_analyzer's resident memory sampled every `interval` s and killed past `memory_limit_gb`, the whole run stopped
     after `timeout_s`, and any server or perf_analyzer it left behind stopped afterwards."""
     from . import perf
@@ -202,6 +252,8 @@ def run(config: Mapping, workdir: str | Path, *, timeout_s: float = 600.0, memor
     config_file = workdir / "config.yml"
     config_file.write_text(render_yaml(config))
     ports = markers(config)
+    # in remote mode the server is the caller's (explicit_server), not Model Analyzer's: only perf_analyzer is its
+    names = ("perf_analyzer",) if config.get("triton_launch_mode") == "remote" else ("tritonserver", "perf_analyzer")
     limit_mb = (memory_limit_gb or perf.default_memory_limit_gb()) * 1024
     out_file, cleaned_file = workdir / "model_analyzer.log", workdir / "cleaned.txt"
     cleaned_file.unlink(missing_ok=True)
@@ -209,7 +261,7 @@ def run(config: Mapping, workdir: str | Path, *, timeout_s: float = 600.0, memor
     peak, stopped = 0.0, ""
     with perf.one_load_generator(), open(out_file, "w") as out:
         started = time.monotonic()
-        proc = subprocess.Popen(guarded(command(config_file), _cleanup_command(ports, cleaned_file) if ports else []),
+        proc = subprocess.Popen(guarded(command(config_file), _cleanup_command(ports, cleaned_file, names) if ports else []),
                                 stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=full_env,
                                 start_new_session=True)
         root = psutil.Process(proc.pid)
@@ -238,7 +290,7 @@ def run(config: Mapping, workdir: str | Path, *, timeout_s: float = 600.0, memor
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
         seconds = time.monotonic() - started
-    cleanup(ports, report=cleaned_file)  # the reaper has run it already; whatever came after, too
+    cleanup(ports, report=cleaned_file, names=names)  # the reaper ran it already; whatever came after, too
     cleaned = cleaned_file.read_text().splitlines() if cleaned_file.exists() else []
     export = Path(config.get("export_path", workdir))
     export = export if export.is_absolute() else workdir / export

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from helpers import analyzer, perf, series
-from helpers.runtime import LocalTriton
+from helpers.runtime import LocalTriton, RuntimeChoice
 
 DATA = Path(__file__).parent / "data"
 NOTEBOOK = series.ROOT / "notebooks" / "15_model_analyzer.ipynb"
@@ -70,8 +70,9 @@ def test_launch_fields_and_the_notebooks_search_fields_are_model_analyzers():
     search = next(n.value for n in ast.walk(ast.parse(source))
                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "search")
     keys = {k.value for k in search.keys}
+    server = analyzer.explicit_server(series.ROOT / "models", RuntimeChoice("local", "test", LocalTriton(Path("t"), Path("b"), "x")), ["m"])
     launch = {*analyzer.local_launch(LocalTriton(Path("t"), Path("b"), "x"), perf.PerfAnalyzer(Path("p"), "x")),
-              *analyzer.docker_launch("24.05", "/results")}
+              *analyzer.docker_launch("24.05", "/results"), *analyzer.remote_launch(server, perf.PerfAnalyzer(Path("p"), "x"))}
     assert keys and not (keys | launch) - known, sorted((keys | launch) - known)
 
 
@@ -182,3 +183,33 @@ def test_docker_command_mounts_host_paths_where_the_sibling_server_finds_them(tm
     assert "/var/run/docker.sock:/var/run/docker.sock" in cmd and "--net=host" in cmd and "--ipc=host" in cmd
     assert cmd[cmd.index("nvcr.io/nvidia/tritonserver:24.05-py3-sdk") + 1:] == [
         "model-analyzer", "profile", "-f", f"{tmp_path}/config.yml"]
+
+
+def test_explicit_server_lets_model_analyzer_load_variants(tmp_path):
+    """Remote mode loads each variant through the repository API: the series' server must run with explicit model
+    control (its local launcher polls), loading the models asked for, on its own three ports."""
+    runtime = RuntimeChoice("local", "test", LocalTriton(tmp_path / "tritonserver", tmp_path / "backends", "test"))
+    server = analyzer.explicit_server(tmp_path, runtime, ["resnet18_uint8", "resnet18_pytorch"])
+    cmd = server.command()
+    assert cmd[0] == str(tmp_path / "tritonserver") and "--model-control-mode=poll" not in cmd
+    assert not any(a.startswith("--repository-poll-secs") for a in cmd)
+    assert cmd[-3:] == ["--model-control-mode=explicit", "--load-model=resnet18_uint8", "--load-model=resnet18_pytorch"]
+    launch = analyzer.remote_launch(server, perf.PerfAnalyzer(tmp_path / "perf_analyzer", "test"))
+    assert launch["triton_launch_mode"] == "remote" and launch["triton_grpc_endpoint"] == server.grpc_url
+    assert launch["dcgm_disable"] is not analyzer.dcgm_found()  # allowed in remote mode only
+    assert analyzer.markers(launch) == [str(server.http_port), str(server.grpc_port), str(server.metrics_port)]
+
+
+def test_remote_mode_cleanup_spares_the_callers_server(tmp_path, monkeypatch):
+    config = {**_config(tmp_path), "triton_launch_mode": "remote"}
+    port = analyzer.markers(config)[0]
+    ours = _fake(tmp_path, "tritonserver", port)  # the series' server that remote mode measures: not Model Analyzer's
+    fake = _script(tmp_path / "model-analyzer", "")
+    monkeypatch.setattr(analyzer, "executable", lambda: fake)
+    try:
+        time.sleep(0.5)
+        run = analyzer.run(config, tmp_path / "work", timeout_s=60)
+        assert run.cleaned == [] and ours.poll() is None
+    finally:
+        ours.kill()
+        ours.wait()
