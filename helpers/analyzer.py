@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from .runtime import LocalTriton
 
 VERSION = "1.58.0"  # triton-model-analyzer on PyPI, pinned in requirements.txt (installed with --no-deps: see there)
-DOCS = "https://github.com/triton-inference-server/model_analyzer/blob/main/docs"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -252,7 +251,7 @@ def run(config: Mapping, workdir: str | Path, *, timeout_s: float = 600.0, memor
     config_file = workdir / "config.yml"
     config_file.write_text(render_yaml(config))
     ports = markers(config)
-    # in remote mode the server is the caller's (explicit_server), not Model Analyzer's: only perf_analyzer is its
+    # in remote mode the server is the caller's (explicit_server): only the perf_analyzers are Model Analyzer's
     names = ("perf_analyzer",) if config.get("triton_launch_mode") == "remote" else ("tritonserver", "perf_analyzer")
     limit_mb = (memory_limit_gb or perf.default_memory_limit_gb()) * 1024
     out_file, cleaned_file = workdir / "model_analyzer.log", workdir / "cleaned.txt"
