@@ -10,7 +10,8 @@ from conftest import CI_RUN_TAG, triton_processes
 
 
 def test_notebooks_are_committed_without_outputs_and_with_a_parameters_cell():
-    assert len(series.notebooks()) == 14
+    names = [nb.stem for nb in series.notebooks()]
+    assert len(names) == len(set(n[:2] for n in names)) >= 15 and "15_model_analyzer" in names  # one notebook a number
     for path in [*series.notebooks(), *sorted((series.ROOT / "solutions").glob("*.ipynb"))]:
         nb = json.loads(path.read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
@@ -38,7 +39,7 @@ def _results(run_dir, name):
 @pytest.mark.notebooks
 def test_series_runs_and_writes_report(ci_run):
     report = (ci_run / "report.md").read_text()
-    assert report.count("| ok |") == 14 and "FAILED" not in report
+    assert report.count("| ok |") == len(series.notebooks()) and "FAILED" not in report
     assert all((ci_run / nb.name).exists() for nb in series.notebooks())
     assert not triton_processes(tag=CI_RUN_TAG), "a notebook left a Triton process running"
 
@@ -106,6 +107,22 @@ def test_near_the_limit_numbers(ci_run):
     assert [r["concurrency"] for r in near["saturation"]] == [2, 4, 8]
     for png in ("14_variants.png", "14_saturation.png", "11_perf_analyzer_memory.png"):
         assert (ci_run / png).stat().st_size > 10_000, png
+
+
+@pytest.mark.notebooks
+def test_model_analyzer_numbers(ci_run):
+    ma = _results(ci_run, "15_model_analyzer")
+    assert ma["analyzer_version"] == "1.58.0" and ma["search_mode"] == "brute"
+    # the ci profile's space: 14's own config (Model Analyzer's default variant), then 1 and 2 instances with a delay
+    assert sorted(r["config_name"] for r in ma["results"]) == [
+        "resnet18_uint8_config_0", "resnet18_uint8_config_1", "resnet18_uint8_config_default"]
+    assert all(r["throughput"] > 0 for r in ma["results"]) and 0 < ma["perf_peak_mb"] < 4096
+    assert ma["picks"]["resnet18_uint8"] in {r["config_name"] for r in ma["results"]}
+    picks = [r for r in ma["comparison"] if r["model"] == "resnet18_uint8"]
+    assert [r["config"] for r in picks] == ["resnet18_uint8_analyzer", "resnet18_uint8_series"]
+    assert all(r["stable"] and r["throughput"] > 0 for r in picks)   # both measured in the same run
+    assert picks[0]["search_s"] > 0 and picks[1]["search_s"] > 0      # 14 ran before it: both searches timed
+    assert "resnet18_uint8" in ma["verdicts"]
 
 
 @pytest.mark.notebooks
