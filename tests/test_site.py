@@ -157,11 +157,9 @@ EXPLAINED_WARNINGS = {
 }
 # Recordings made before the source of a warning was fixed; the re-recording of issue 24 (what to build 4) replaces
 # them. strict: a listed recording that no longer shows the warning fails, so the list cannot go stale.
-STALE_RECORDINGS = {
-    "TqdmWarning": ("recorded in an environment without ipywidgets (tqdm.auto falls back and warns; requirements.txt "
-                    "pins ipywidgets, and scripts/gpu_local_run.sh now checks for it)"),
-    "UserWarning": ("recorded before helpers/export.py filtered the TorchScript exporter's 'no signature found for "
-                    "builtin' note (12's ONNX export of a TorchScript module)"),
+STALE_RECORDINGS: dict[str, str] = {
+    # none since the 2026-12-02c H200 recording and the 2026-12-02 CPU recording (TqdmWarning: ipywidgets now in the
+    # environments that record; UserWarning: helpers/export.py filters the TorchScript exporter's note)
 }
 
 
