@@ -10,11 +10,12 @@ import importlib.abc
 import sys
 import warnings
 
-# The pinned PyTorch deprecates TorchScript: torch.jit.trace, script, save and load each warn "`torch.jit.load` is
-# deprecated. Please switch to `torch.export`". Notebook 10 says why the series still serves TorchScript (Triton's
-# PyTorch backend batches it; its torch_aoti platform for torch.export archives cannot batch yet), so this one
-# warning is not printed again in every notebook that touches a .pt file; any other warning still shows.
-warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated\. Please switch to", category=FutureWarning)
+# The pinned PyTorch deprecates TorchScript: torch.jit.trace, script, save, load and freeze each warn "`torch.jit.load`
+# is deprecated. Please switch to `torch.export`" (freeze: "Please use `torch.compile` instead"). Notebook 10 says why
+# the series still serves TorchScript (Triton's PyTorch backend batches it; its torch_aoti platform for torch.export
+# archives cannot batch yet), so this one warning is not printed again in every notebook that touches a .pt file; any
+# other warning still shows.
+warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated\. Please (switch to|use)", category=FutureWarning)
 
 
 class _TorchBeforeTensorFlow(importlib.abc.MetaPathFinder):
