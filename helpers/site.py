@@ -29,9 +29,13 @@ def latest_run(runs: Path = ROOT / "runs") -> Path:
 
 
 def _index(readme: str) -> str:
-    """The README as the site's home page, its links to docs/ pointed at the site's pages."""
+    """The README as the site's home page, its links to docs/ (and to recorded runs) pointed at the site's pages."""
     for source, page in _DOCS.items():
         readme = readme.replace(f"]({source})", f"]({page})")
+    for run in sorted((ROOT / "docs" / "runs").iterdir()):  # a recorded run's folder: its first notebook's page
+        first = sorted(run.glob("*.ipynb"))
+        if first:
+            readme = readme.replace(f"](docs/runs/{run.name})", f"](recorded/{run.name}/{first[0].name})")
     return readme
 
 
