@@ -120,6 +120,12 @@ def test_the_c_api_row_loads_only_its_model_with_the_local_servers_library_and_b
     assert f"--model-repository={install.parent / 'repository'}" in command
     assert "--shared-memory" not in command and "-u" not in command  # no network, no shared memory in this mode
     assert env["LD_LIBRARY_PATH"].split(":")[:2] == [str(lib.parent.resolve()), "/x"]
+    assert "--request-count" not in command
+    # perf_analyzer keeps its requests in this mode too (7290 MB after 18 s on an H200): a bounded count, when given
+    bounded, _ = perf.c_api_command("wanted", install, tmp_path / "c.csv", local, concurrency=16,
+                                    **perf.bounded_requests(150_528, 7.0))
+    count = int(bounded[bounded.index("--request-count") + 1])
+    assert count == perf.request_budget(150_528, 7.0) and count * (150_528 + perf.REQUEST_FIXED_BYTES) < 7 * 2**30
 
 
 # --- GPU sampling (helpers.gpu): the no-GPU path, and nvidia-smi's CSV parsed from a fake nvidia-smi on PATH ---

@@ -105,6 +105,14 @@ def test_near_the_limit_numbers(ci_run):
     assert all(r["server avg_batch"] > 1 for r in batched)          # the server's metrics: batches were formed
     assert rows["article baseline: FP32, no batching, gRPC"]["server avg_batch"] == 1.0
     assert [r["concurrency"] for r in near["saturation"]] == [2, 4, 8]
+    assert near["knee"] is not None                                 # the ci budget (1000 ms) is one two cores meet
+    flight = int(near["knee"]["concurrency"])
+    knee_levers = {r["lever"]: r for r in near["knee_levers"]}
+    assert list(knee_levers)[0].startswith(f"1 image per request, concurrency {flight} (the knee")
+    assert all(r["stable"] for r in knee_levers.values()) and len(knee_levers) >= 2, knee_levers
+    assert near["knee_lever_batch"] is None or str(near["knee_lever_batch"]) in near["inprocess"]
+    c_api = next(r for r in near["levers"] if r["lever"].startswith("C API"))
+    assert c_api["stable"] and c_api["requests"] == 40              # one bounded count: the requests it keeps fit
     for png in ("14_variants.png", "14_saturation.png", "11_perf_analyzer_memory.png"):
         assert (ci_run / png).stat().st_size > 10_000, png
 

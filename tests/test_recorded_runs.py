@@ -61,3 +61,47 @@ def test_the_staleness_check_sees_a_changed_cell(tmp_path):
     changed.write_text(json.dumps(nb))
     assert stale_cells(committed, committed) == []
     assert len(stale_cells(changed, committed)) == 1
+
+
+def _record_module():
+    """scripts/record_run.py, imported as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("record_run", series.ROOT / "scripts" / "record_run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_recording_a_run_writes_a_readers_paths_the_committed_markdown_and_the_data(tmp_path, monkeypatch):
+    record_run = _record_module()
+    monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(record_run, "DATA", tmp_path / "data")
+    (tmp_path / "data").mkdir()
+    committed = series.NOTEBOOK_DIR / "10_resnet18_torchscript.ipynb"
+    nb = json.loads(committed.read_text())
+    run_dir, device_root = tmp_path / "h200run", Path("/root/checkout")
+    markdown = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    markdown["source"] = ["an older text of this cell\n"]
+    code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": [
+        f"model at {run_dir}/models/resnet18\n", f"server {record_run.KIT_BINARIES}tritonserver from {device_root}/helpers\n"]}]
+    (run_dir / "results").mkdir(parents=True)
+    (run_dir / committed.name).write_text(json.dumps(nb))
+    (run_dir / "report.md").write_text(f"| 10 | ok | {run_dir}/10_resnet18_torchscript.ipynb |\n")
+    (run_dir / "results" / "10_resnet18_torchscript.json").write_text(json.dumps({"log": f"{run_dir}/logs/x.log"}))
+    (run_dir / "10_latency.csv").write_text("a,b\n1,2\n")
+
+    written = record_run.record(run_dir, "h200-test", data_prefix="h200_test", roots=[device_root])
+    kept = json.loads((tmp_path / "runs" / "h200-test" / committed.name).read_text())
+    text = "".join(next(c for c in kept["cells"] if c["cell_type"] == "code")["outputs"][0]["text"])
+    assert text == "model at runs/h200-test/models/resnet18\nserver tritonserver from $PWD/helpers\n"
+    assert next(c for c in kept["cells"] if c["cell_type"] == "markdown")["source"] == \
+        next(c for c in json.loads(committed.read_text())["cells"] if c["cell_type"] == "markdown")["source"]
+    assert stale_cells(tmp_path / "runs" / "h200-test" / committed.name, committed) == []
+    assert "runs/h200-test/10_resnet18_torchscript.ipynb" in (tmp_path / "runs" / "h200-test" / "report.md").read_text()
+    assert json.loads((tmp_path / "data" / "h200_test_10_results.json").read_text()) == {"log": "runs/h200-test/logs/x.log"}
+    assert (tmp_path / "data" / "h200_test_10_latency.csv").read_text() == "a,b\n1,2\n"
+    assert len(written) == 4
+    with pytest.raises(FileNotFoundError, match="no executed notebook matching"):
+        record_run.record(run_dir, "h200-test", only=["99"])
