@@ -366,13 +366,13 @@ def test_an_unrecorded_tags_tensorrt_is_read_from_its_image_for_the_stale_engine
 
     monkeypatch.setattr(convert, "tensorrt_version_in_image", image_says)
     assert stale_engines(repo, ["trt"], "26.02") == []  # the image is not here: noted, not pulled, not refused
-    assert "unknown here" in capsys.readouterr().out and not reads
-    assert not any(c[0] == "pull" for c in calls(fake_docker))
+    absent = capsys.readouterr().out
+    assert not reads and not any(c[0] == "pull" for c in calls(fake_docker))
     subprocess.run(["docker", "pull", ngc.image("tensorrt", "26.02")], capture_output=True, check=True)
     problems = stale_engines(repo, ["trt"], "26.02")
-    assert reads == [("26.02", False)]
     assert len(problems) == 1 and "built by TensorRT 10.8.0.43" in problems[0], problems
     assert "links TensorRT 10.15.1.29" in problems[0] and "ngc_tag='25.01', the release that built it" in problems[0]
+    assert reads == [("26.02", False)] and "nvcr.io/nvidia/tensorrt:26.02-py3 is not on this machine" in absent
     assert stale_engines(_engine_repo(tmp_path / "same", "10.15.1.29"), ["trt"], "26.02") == []
 
 
