@@ -22,14 +22,17 @@ class ContainerStepFailed(RuntimeError):
     """A container step (trtexec, the engine inspection, the version read) ran and failed, or its image did not run."""
 
 
-# trtexec's flags across the TensorRT versions of the NGC tags (its sources, samples/common/sampleOptions.cpp, at the
-# NVIDIA/TensorRT tags v10.0.1 to v11.0): every flag the series passes (--onnx, --saveEngine, --min/opt/maxShapes,
+# trtexec's flags across the TensorRT versions of the NGC tags (_TRTEXEC_SOURCE, samples/common/sampleOptions.cpp at
+# the NVIDIA/TensorRT tags v10.0.1 to v11.0): every flag the series passes (--onnx, --saveEngine, --min/opt/maxShapes,
 # --inputIOFormats/--outputIOFormats; for the parity run --loadEngine, --shapes, --loadInputs, --exportOutput,
 # --iterations, --warmUp, --duration) is still parsed by 11.0's trtexec, except --fp16. TensorRT 10.12 deprecated
-# the weakly typed APIs behind it (its release notes), 10.14's trtexec warns "Weakly-typed networks have been
-# deprecated" when it is passed, and 11.0 removed it with --bf16, --int8, --fp8, --int4 and --best (TensorRT's
-# "Migrating trtexec Usage from TensorRT 10.x to 11.x"): there an ONNX model is made FP16 beforehand (ModelOpt
-# AutoCast) and built strongly typed.
+# the weakly typed APIs behind it (_TRT_10_12_NOTES), 10.14's trtexec warns "Weakly-typed networks have been
+# deprecated" when it is passed, and 11.0 removed it with --bf16, --int8, --fp8, --int4 and --best (_TRT_11_TRTEXEC):
+# there an ONNX model is made FP16 beforehand (ModelOpt AutoCast) and built strongly typed.
+_TRTEXEC_SOURCE = "https://github.com/NVIDIA/TensorRT/blob/v11.0/samples/common/sampleOptions.cpp"
+_TRT_10_12_NOTES = "https://docs.nvidia.com/deeplearning/tensorrt/latest/getting-started/release-notes-10/10.12.0.html"
+_TRT_11_TRTEXEC = ("https://docs.nvidia.com/deeplearning/tensorrt/11.0.0/api/migration/"
+                   "tensorrt-10x-to-11x-trtexec.html")
 TRTEXEC_FP16_DEPRECATED = (10, 14)  # the first trtexec that warns on --fp16
 TRTEXEC_FP16_REMOVED = 11
 
@@ -174,8 +177,8 @@ def read_trtexec_outputs(path: str | Path) -> dict[str, np.ndarray]:
 
 def run_checked(args: Sequence[str], log_file: str | Path) -> None:
     """Run a container command (its image pulled first, with progress), its output to `log_file`; raise
-    ContainerStepFailed with the log's tail when it fails. A `docker run` runs named, and a Ctrl-C or an error removes its container
-    (ngc.run_container), so an interrupted trtexec cannot write model.plan after the notebook moved on."""
+    ContainerStepFailed with the log's tail when it fails. A `docker run` runs named, and a Ctrl-C or an error removes
+    its container (ngc.run_container), so an interrupted trtexec cannot write model.plan after the notebook moved on."""
     container = list(args[:2]) == ["docker", "run"]
     if container:
         ngc.ensure_image(ngc.image_of(args))

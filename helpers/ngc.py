@@ -36,7 +36,8 @@ class ReleasePolicy:
 _NOTES = "https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-{}.html"
 _CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 _TRT_10_1_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt/archives/tensorrt-1010/support-matrix/index.html"
-_TRITON_MATRIX = "https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/introduction/compatibility.html"
+_TRITON_MATRIX = ("https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/introduction/"
+                  "compatibility.html")
 _TRT_2602_UNKNOWN = ("not in the release notes read (the 26.02 notes' contents list and the TensorRT container's 26.02 "
                      "notes were not available; Triton's compatibility matrix gives 10.13.3.9 only for the "
                      "trtllm-python-py3 image, built on CUDA 13.0.2, not the -py3 images' 13.1.1)")
