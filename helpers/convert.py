@@ -18,6 +18,25 @@ def _shape(name: str, batch: int, dims: Sequence[int]) -> str:
     return f"{name}:{'x'.join(str(d) for d in (batch, *dims))}"
 
 
+class ContainerStepFailed(RuntimeError):
+    """A container step (trtexec, the engine inspection, the version read) ran and failed, or its image did not run."""
+
+
+# trtexec's flags across the TensorRT versions of the NGC tags (_TRTEXEC_SOURCE, samples/common/sampleOptions.cpp at
+# the NVIDIA/TensorRT tags v10.0.1 to v11.0): every flag the series passes (--onnx, --saveEngine, --min/opt/maxShapes,
+# --inputIOFormats/--outputIOFormats; for the parity run --loadEngine, --shapes, --loadInputs, --exportOutput,
+# --iterations, --warmUp, --duration) is still parsed by 11.0's trtexec, except --fp16. TensorRT 10.12 deprecated
+# the weakly typed APIs behind it (_TRT_10_12_NOTES), 10.14's trtexec warns "Weakly-typed networks have been
+# deprecated" when it is passed, and 11.0 removed it with --bf16, --int8, --fp8, --int4 and --best (_TRT_11_TRTEXEC):
+# there an ONNX model is made FP16 beforehand (ModelOpt AutoCast) and built strongly typed.
+_TRTEXEC_SOURCE = "https://github.com/NVIDIA/TensorRT/blob/v11.0/samples/common/sampleOptions.cpp"
+_TRT_10_12_NOTES = "https://docs.nvidia.com/deeplearning/tensorrt/latest/getting-started/release-notes-10/10.12.0.html"
+_TRT_11_TRTEXEC = ("https://docs.nvidia.com/deeplearning/tensorrt/11.0.0/api/migration/"
+                   "tensorrt-10x-to-11x-trtexec.html")
+TRTEXEC_FP16_DEPRECATED = (10, 14)  # the first trtexec that warns on --fp16
+TRTEXEC_FP16_REMOVED = 11
+
+
 def trtexec_args(onnx_file: str, engine_file: str, input_name: str, dims: Sequence[int], *,
                  batches: tuple[int, int, int] = (1, 8, 32), fp16: bool = True, fp16_io: bool = False,
                  tensorrt_major: int = 10) -> list[str]:
@@ -27,7 +46,7 @@ def trtexec_args(onnx_file: str, engine_file: str, input_name: str, dims: Sequen
         raise ValueError(f"batches must be min <= opt <= max, all >= 1; got {batches}")
     if fp16_io and not fp16:
         raise ValueError("fp16_io=True needs fp16=True: FP16 inputs into an FP32 engine only add casts")
-    if fp16 and tensorrt_major >= 11:
+    if fp16 and tensorrt_major >= TRTEXEC_FP16_REMOVED:
         raise ValueError("TensorRT 11 removed trtexec's --fp16 (weakly typed builds); with an NGC tag that ships "
                          "TensorRT 11, convert the ONNX model to FP16 first and build it strongly typed")
     args = ["trtexec", f"--onnx={onnx_file}", f"--saveEngine={engine_file}",
@@ -40,7 +59,27 @@ def trtexec_args(onnx_file: str, engine_file: str, input_name: str, dims: Sequen
     return args
 
 
-def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG,
+def fp16_note(version: str | None) -> str:
+    """What trtexec of TensorRT `version` does with --fp16, in one line ('' where it is plainly accepted)."""
+    if not version:
+        return ("the TensorRT version is unknown here, so these are TensorRT 10's flags; TensorRT 11 has no --fp16 "
+                "and 10.14 and later warn that it is deprecated")
+    release = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if release[:1] >= (TRTEXEC_FP16_REMOVED,):
+        return "TensorRT 11 has no --fp16: the model must be made FP16 before the build (strongly typed)"
+    if release >= TRTEXEC_FP16_DEPRECATED:
+        return (f"TensorRT {version}'s trtexec accepts --fp16 but warns that weakly typed networks are deprecated "
+                "(TensorRT 11 removed it)")
+    return ""
+
+
+def command_major(version: str | None) -> int:
+    """The TensorRT major version whose trtexec flags a command is written for: `version`'s, else 10 (fp16_note says
+    so when the version is unknown)."""
+    return int(version.split(".")[0]) if version else 10
+
+
+def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = "series",
                           gpu: int | str | None = "series") -> list[str]:
     """`docker run` of a command in the NGC TensorRT container with `host_dir` mounted at CONTAINER_DIR, on `gpu`
     (default the series' GPU, ngc.series_gpu), with Docker's init so that a Ctrl-C reaches trtexec."""
@@ -48,18 +87,40 @@ def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = 
                           workdir=CONTAINER_DIR, gpus=ngc.gpus_flag(gpu), as_user=True, init=True)
 
 
-def tensorrt_version_in_image(tag: str = ngc.NGC_TAG) -> str:
-    """The TensorRT version inside the NGC TensorRT image, read from its own Python package (pulls the image first)."""
-    image = ngc.image("tensorrt", tag)
-    ngc.ensure_image(image)
+def tensorrt_version_in_image(tag: str = "series", pull: bool = True) -> str:
+    """The TensorRT version inside the NGC TensorRT image, read from its own Python package (pulled first unless
+    pull=False); ContainerStepFailed when the image does not run or says no version."""
+    image = ngc.image("tensorrt", ngc.series_tag(tag))
+    if pull:
+        ngc.ensure_image(image)
     args = ngc.docker_run(image, ["python3", "-c", "import tensorrt; print(tensorrt.__version__)"], gpus=None,
                           init=True)
     out = ngc.run_container(args, capture=True)
     found = re.search(r"^(\d+\.\d+(\.\d+)*)", out.stdout.strip(), re.M)
     if out.returncode != 0 or not found:
-        raise RuntimeError(f"could not read TensorRT's version from {image} (exit {out.returncode}): "
-                           f"{(out.stderr or out.stdout).strip()[-400:]}")
+        raise ContainerStepFailed(f"could not read TensorRT's version from {image} (exit {out.returncode}): "
+                                  f"{(out.stderr or out.stdout).strip()[-400:]}")
     return found.group(1)
+
+
+def tensorrt_version_of(tag: str = "series", *, read_image: bool, pull: bool = True) -> tuple[str | None, str]:
+    """The TensorRT of NGC `tag` and where that comes from: with read_image, its TensorRT image's own (pulled first
+    unless pull=False; then read only when the engine has it); else, or when the image does not run, the version
+    helpers/ngc.py records for the tag; None when neither knows (the second value says why)."""
+    tag = ngc.series_tag(tag)
+    recorded = ngc.tensorrt_version(tag)
+    from_table = (f"recorded for NGC {tag} in helpers/ngc.py" if recorded else
+                  f"not recorded for NGC {tag}: {ngc.RELEASE_POLICY[tag].tensorrt_note or 'no release notes read'}"
+                  if tag in ngc.RELEASE_POLICY else f"NGC {tag} is not in helpers/ngc.py's release table")
+    if not read_image:
+        return recorded, from_table
+    image = ngc.image("tensorrt", tag)
+    if not pull and not ngc.image_present(image):
+        return recorded, f"{image} is not on this machine, so not read from it; {from_table}"
+    try:
+        return tensorrt_version_in_image(tag, pull=pull), f"read from {image}"
+    except ContainerStepFailed as exc:
+        return recorded, f"{exc}; {from_table}"
 
 
 # Runs in the NGC TensorRT container: what the built engine really takes and returns, and its batch profile,
@@ -82,13 +143,13 @@ print("wrote", sys.argv[2])
 '''
 
 
-def inspect_engine_command(engine_file: str, output_json: str, host_dir: str | Path, tag: str = ngc.NGC_TAG,
+def inspect_engine_command(engine_file: str, output_json: str, host_dir: str | Path, tag: str = "series",
                            gpu: int | str | None = "series") -> list[str]:
     """`docker run` that writes the engine's I/O and profile as JSON (needs inspect_engine.py in host_dir)."""
     return in_tensorrt_container(["python3", "inspect_engine.py", engine_file, output_json], host_dir, tag, gpu)
 
 
-def in_pytorch_container(args: Sequence[str], host_dir: str | Path, tag: str = ngc.NGC_TAG,
+def in_pytorch_container(args: Sequence[str], host_dir: str | Path, tag: str = "series",
                          gpu: int | str | None = "series") -> list[str]:
     """`docker run` of a command in the NGC PyTorch container (it ships torch-tensorrt) with `host_dir` mounted."""
     return ngc.docker_run(ngc.image("pytorch", tag), list(args), volumes={host_dir: CONTAINER_DIR},
@@ -115,9 +176,9 @@ def read_trtexec_outputs(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def run_checked(args: Sequence[str], log_file: str | Path) -> None:
-    """Run a container command (its image pulled first, with progress), its output to `log_file`; raise with the
-    log's tail when it fails. A `docker run` runs named, and a Ctrl-C or an error removes its container
-    (ngc.run_container), so an interrupted trtexec cannot write model.plan after the notebook moved on."""
+    """Run a container command (its image pulled first, with progress), its output to `log_file`; raise
+    ContainerStepFailed with the log's tail when it fails. A `docker run` runs named, and a Ctrl-C or an error removes
+    its container (ngc.run_container), so an interrupted trtexec cannot write model.plan after the notebook moved on."""
     container = list(args[:2]) == ["docker", "run"]
     if container:
         ngc.ensure_image(ngc.image_of(args))
@@ -128,7 +189,7 @@ def run_checked(args: Sequence[str], log_file: str | Path) -> None:
         code = run(list(args), stdout=log, stderr=subprocess.STDOUT).returncode
     if code != 0:
         tail = "\n".join(log_file.read_text(errors="replace").splitlines()[-20:])
-        raise RuntimeError(f"command failed with exit code {code}: {ngc.as_shell(args)}\n{tail}")
+        raise ContainerStepFailed(f"command failed with exit code {code}: {ngc.as_shell(args)}\n{tail}")
 
 
 def run_optional(args: Sequence[str], log_file: str | Path) -> str:
@@ -137,9 +198,14 @@ def run_optional(args: Sequence[str], log_file: str | Path) -> str:
     try:
         run_checked(args, log_file)
         return ""
-    except RuntimeError as exc:
-        lines = str(exc).splitlines()
-        return f"{lines[0]} ... {lines[-1].strip()}" if len(lines) > 1 else lines[0]
+    except ContainerStepFailed as exc:
+        return summary(exc)
+
+
+def summary(exc: Exception) -> str:
+    """A failed step in one line: its first line (the command and exit code) and the last line of its log's tail."""
+    lines = str(exc).splitlines() or [type(exc).__name__]
+    return f"{lines[0]} ... {lines[-1].strip()}" if len(lines) > 1 else lines[0]
 
 
 # Runs in the NGC PyTorch container: the article's torch_tensorrt.compile, saved under the name it really has.

@@ -62,7 +62,7 @@ def _resources(gpus: int, cpu: str, memory: str) -> dict:
     return {"limits": {"nvidia.com/gpu": gpus}, **requests} if gpus else requests
 
 
-def plain(app: str, models: Sequence[str], *, tag: str = ngc.NGC_TAG, repository_uri: str = "pvc",
+def plain(app: str, models: Sequence[str], *, tag: str = "series", repository_uri: str = "pvc",
           pvc_size: str = "10Gi", min_replicas: int = 1, max_replicas: int = 4, queue_target_us: float = 1000.0,
           cpu: str = "4", memory: str = "16Gi", gpus: int = 1) -> list[dict]:
     """Deployment, Service, PodMonitor, prometheus-adapter rule and HPA, one Triton per pod with `gpus` GPUs (0: a
@@ -129,7 +129,7 @@ def adapter_rule() -> dict:
     }
 
 
-def kserve(app: str, *, tag: str = ngc.NGC_TAG, storage_uri: str, min_replicas: int = 1,
+def kserve(app: str, *, tag: str = "series", storage_uri: str, min_replicas: int = 1,
            max_replicas: int = 4, gpus: int = 1) -> list[dict]:
     """An InferenceService on KServe's `kserve-tritonserver` runtime serving the whole repository (modelFormat
     triton; its `tensorrt` format is declared as TensorRT 8, older than the engines of NGC 24.05+), `gpus` GPUs per
@@ -137,7 +137,7 @@ def kserve(app: str, *, tag: str = ngc.NGC_TAG, storage_uri: str, min_replicas: 
     return [{"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": app},
              "spec": {"predictor": {"minReplicas": min_replicas, "maxReplicas": max_replicas,
                                     "model": {"modelFormat": {"name": "triton"}, "runtime": "kserve-tritonserver",
-                                              "runtimeVersion": f"{tag}-py3", "storageUri": storage_uri,
+                                              "runtimeVersion": f"{ngc.series_tag(tag)}-py3", "storageUri": storage_uri,
                                               "resources": _resources(gpus, "4", "16Gi")}}}}]
 
 

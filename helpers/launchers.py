@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Protocol
 
 from . import ngc
+from .convert import tensorrt_version_of
 from .repository import ConfigError, read_config
 from .runtime import RuntimeChoice
 from .pyenv import environment_problem
@@ -110,9 +111,10 @@ def _release(version: str) -> tuple[int, ...]:
 def stale_engines(repository: str | Path, models: Sequence[str], tag: str) -> list[str]:
     """Why TensorRT engines among `models` cannot load in NGC `tag`'s server, one line per engine: the TensorRT that
     built each one (its engine.json, which convert.INSPECT_ENGINE_SCRIPT wrote and repository.add_model copied beside
-    model.plan) against the TensorRT of `tag` (ngc.tensorrt_version); an engine loads only in the version that built
-    it. What cannot be checked (no engine.json, a tag without a recorded version) is printed, not refused."""
-    expected = ngc.tensorrt_version(tag)
+    model.plan) against the TensorRT of `tag` (ngc.tensorrt_version; for a tag it does not record, read from the tag's
+    TensorRT image when that is on this machine, never pulled for this); an engine loads only in the version that
+    built it. What cannot be checked (no engine.json, a version known nowhere) is printed, not refused."""
+    expected, known = ngc.tensorrt_version(tag), ""
     problems = []
     for name in models:
         folder = Path(repository) / name
@@ -130,12 +132,14 @@ def stale_engines(repository: str | Path, models: Sequence[str], tag: str) -> li
             problems.append(f"model '{name}': {described} should be the engine's description as JSON "
                             f"(convert.INSPECT_ENGINE_SCRIPT writes it); it cannot be read: {exc}")
             continue
+        if built and expected is None and not known:  # once, and only when an engine needs it
+            expected, known = tensorrt_version_of(tag, read_image=True, pull=False)
         if not built:
             print(f"note: model '{name}': no engine.json with its TensorRT version beside the engine "
                   f"({described}), so whether NGC {tag} can load it is not checked")
         elif expected is None:
-            print(f"note: model '{name}': built by TensorRT {built}; the TensorRT of NGC {tag} is not recorded in "
-                  "helpers/ngc.py, so whether it can load the engine is not checked")
+            print(f"note: model '{name}': built by TensorRT {built}; the TensorRT of NGC {tag} is unknown here "
+                  f"({known}), so whether it can load the engine is not checked")
         elif _release(built) != _release(expected):
             builders = [t for t, v in ngc.TENSORRT_IN_RELEASE.items() if _release(v) == _release(built)]
             problems.append(

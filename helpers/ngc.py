@@ -30,11 +30,18 @@ class ReleasePolicy:
     datacenter_branches: Mapping[int, tuple[int, int]] = field(default_factory=dict)
     tensorrt: str | None = None   # for display and the stale-engine check; builds read it from the image itself
     source: str = ""
+    tensorrt_note: str = ""       # why `tensorrt` is None: what was read and did not say it
 
 
 _NOTES = "https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-{}.html"
 _CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 _TRT_10_1_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt/archives/tensorrt-1010/support-matrix/index.html"
+_TRITON_MATRIX = ("https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/introduction/"
+                  "compatibility.html")
+_TRT_2602_UNKNOWN = ("not in the release notes read (the 26.02 notes' contents list and the TensorRT container's 26.02 "
+                     "notes were not available; Triton's compatibility matrix gives 10.13.3.9 only for the "
+                     "trtllm-python-py3 image, built on CUDA 13.0.2, not the -py3 images' 13.1.1)")
+_TRITON_2602 = "https://github.com/triton-inference-server/server/tree/v2.66.0"
 _CUDA12_BRANCHES = {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 23)}
 
 # Per release, from the Triton container release notes ("Driver Requirements", "GPU Requirements"), read 2026-12:
@@ -45,17 +52,26 @@ _CUDA12_BRANCHES = {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 2
 # 24.10 (_NOTES.format("24-10")): CUDA 12.6.2, driver 560+, the same four data-center branches; 6.0+ (7.0, as above).
 # 25.01 (_NOTES.format("25-01")): CUDA 12.8.0, driver 560+ (the notes' number; the branches are the same four),
 #   compute capability 7.5+ (Turing and newer: a V100 is refused). TensorRT 10.8.0.43 (Triton's compatibility matrix).
-# 26.02 (_NOTES.format("26-02")): CUDA 13.1.1, compute capability 7.5+. Its notes say "driver 575 or later" and list
-#   the CUDA 12 data-center branches again, but CUDA 13.x needs driver >= 580 (_CUDA_COMPAT, "CUDA 13.x >= 580"), and
-#   no R470-R545 branch runs CUDA 13: the policy takes 580 and no older branch. Its TensorRT version is not in the
-#   release notes this series could read, so it is left unrecorded (notebooks read it from the image before a build).
+# 26.02 (_NOTES.format("26-02")): CUDA 13.1.1, compute capability 7.5+ (Turing to Blackwell). Its notes say "driver 575
+#   or later" and list the CUDA 12 data-center branches again, but CUDA 13.x needs driver >= 580 (_CUDA_COMPAT, table 1:
+#   "CUDA 13.x >= 580"), and no R470-R545 branch runs CUDA 13: the policy takes 580 and no older branch.
+#   Its TensorRT is not recorded (_TRT_2602_UNKNOWN): the notes' list of what the container includes and the TensorRT
+#   container's own 26.02 notes were not available to this series, and the one 26.02 TensorRT version
+#   Triton's compatibility matrix (_TRITON_MATRIX) gives, 10.13.3.9, is the trtllm-python-py3 image's, built on CUDA
+#   13.0.2 where the notes give the -py3 images CUDA 13.1.1: another base, so not the version of the images the series
+#   uses. Notebooks 03 and 12 read it from the image before a build, and the stale-engine check reads it from the
+#   TensorRT image when that is on the machine (convert.tensorrt_version_of). Triton's defaults the series relies on
+#   are as in 24.05 there (_TRITON_2602, the 26.02 server's sources, v2.66.0): every tritonserver flag the launcher
+#   passes is still in src/command_line_parser.cc, and build.py gives the Python backend numpy<2 and virtualenv only,
+#   so 14's JPEG step is left out as with 24.05. trtexec's flags across TensorRT 10 and 11: convert.py.
 # 22.11: carried over from the series' first table (driver 520, TensorRT 8.5.1), not re-read.
 RELEASE_POLICY = {
     "22.11": ReleasePolicy((6, 0), 520, {}, "8.5.1", "series' first table"),
     "24.05": ReleasePolicy((7, 0), 545, _CUDA12_BRANCHES, "10.0.1", _NOTES.format("24-05")),
     "24.10": ReleasePolicy((7, 0), 560, _CUDA12_BRANCHES, "10.5.0", _NOTES.format("24-10")),
     "25.01": ReleasePolicy((7, 5), 560, _CUDA12_BRANCHES, "10.8.0", _NOTES.format("25-01")),
-    "26.02": ReleasePolicy((7, 5), 580, {}, None, f"{_NOTES.format('26-02')} and {_CUDA_COMPAT}"),
+    "26.02": ReleasePolicy((7, 5), 580, {}, None, f"{_NOTES.format('26-02')} and {_CUDA_COMPAT}",
+                           tensorrt_note=_TRT_2602_UNKNOWN),
 }
 
 # TensorRT inside NGC releases; for display and the stale-engine check only. Before a build, the notebooks read
@@ -103,16 +119,17 @@ def series_tag_source() -> str:
     return f"${SERIES_TAG_VARIABLE}={value}" if value else f"the series' default (helpers/ngc.py NGC_TAG={NGC_TAG})"
 
 
-def image(kind: str, tag: str = NGC_TAG) -> str:
-    """Full image name of one NGC container (`tritonserver`, `sdk`, `tensorrt`, `pytorch`) at `tag`."""
+def image(kind: str, tag: str = "series") -> str:
+    """Full image name of one NGC container (`tritonserver`, `sdk`, `tensorrt`, `pytorch`) at `tag` ("series": the
+    series' one tag, series_tag; every helper that takes a tag defaults to it, so none falls back to another)."""
     if kind not in IMAGES:
         raise ValueError(f"image kind must be one of {sorted(IMAGES)}; got {kind!r}")
-    return IMAGES[kind].format(tag=check_tag(tag))
+    return IMAGES[kind].format(tag=series_tag(tag))
 
 
-def tensorrt_version(tag: str = NGC_TAG) -> str | None:
+def tensorrt_version(tag: str = "series") -> str | None:
     """TensorRT version shipped in the NGC release `tag`, or None when this series has not recorded it."""
-    return TENSORRT_IN_RELEASE.get(check_tag(tag))
+    return TENSORRT_IN_RELEASE.get(series_tag(tag))
 
 
 # One GPU by default: with `--gpus all`, an instance group of count N places N instances on *every* GPU, and an
@@ -466,7 +483,7 @@ def ensure_image(image_name: str) -> None:
         raise RuntimeError(f"docker pull {image_name} failed (exit {proc.returncode}):\n" + "\n".join(tail))
 
 
-def pull_all(tag: str = NGC_TAG) -> list[str]:
+def pull_all(tag: str = "series") -> list[str]:
     """Pull every image the series uses at `tag` (for a workshop room: do it the day before)."""
     names = [image(kind, tag) for kind in IMAGES]
     for name in names:

@@ -312,7 +312,7 @@ def bounded_requests(bytes_per_request: int, limit_gb: float | None = None, most
 CUDA_IPC_ISSUE = "https://github.com/triton-inference-server/server/issues/3429"
 
 
-def docker_command(args: list[str], tag: str = ngc.NGC_TAG, results_dir: str | Path | None = None) -> list[str]:
+def docker_command(args: list[str], tag: str = "series", results_dir: str | Path | None = None) -> list[str]:
     """`docker run` of perf_analyzer from the SDK image (the plain tritonserver image does not ship it), with Docker's
     init (signals reach perf_analyzer; watch names the container when it starts it). `--shared-memory cuda` is
     refused: the container has no GPU to create the regions on, and the server would open them through CUDA IPC

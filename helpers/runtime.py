@@ -169,13 +169,13 @@ class RuntimeChoice:
         return f"runtime: {self.name} ({self.reason})"
 
 
-def choose_runtime(requested: str = "auto", tag: str | None = None, gpu: int | str | None = "series") -> RuntimeChoice:
+def choose_runtime(requested: str = "auto", tag: str | None = "series", gpu: int | str | None = "series") -> RuntimeChoice:
     """Resolve `auto`/`docker`/`local`: docker where a rootful Docker, the NVIDIA Container Toolkit and the GPU the
     series will use (`gpu`, an index, 'all' or "series": ngc.series_gpu) suit the NGC release `tag`, else local (each
     reason printed)."""
     if requested not in RUNTIMES:
         raise ValueError(f"runtime must be one of {RUNTIMES}; got {requested!r}")
-    tag = tag or ngc.NGC_TAG
+    tag = ngc.series_tag(tag or "series")
     docker_ok, docker_why = docker_engine() if requested != "local" else (False, "not asked for")
     gpu_ok, gpu_why = nvidia_gpu() if requested != "local" else (False, "not asked for")
     toolkit_ok, toolkit_why = container_toolkit() if docker_ok else (False, "no Docker engine")

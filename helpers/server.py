@@ -106,13 +106,14 @@ class TritonServer:
     preflight=False. The server runs under helpers.reaper, so nothing outlives the kernel that started it."""
 
     def __init__(self, model_repository: str | Path, runtime: str | RuntimeChoice = "auto", *,
-                 models: Sequence[str] | None = None, tag: str = ngc.NGC_TAG, host: str = "127.0.0.1",
+                 models: Sequence[str] | None = None, tag: str = "series", host: str = "127.0.0.1",
                  http_port: int | None = None, grpc_port: int | None = None, metrics_port: int | None = None,
                  poll_secs: int | None = 30, log_file: str | Path | None = None, startup_timeout: float = 180.0,
                  gpu: int | str | None = "series", preflight: bool = True, quiet: bool = False):
         self.repository = Path(model_repository).resolve()
         if not self.repository.is_dir():
             raise FileNotFoundError(f"model repository must be a folder; {self.repository} is not")
+        tag = ngc.series_tag(tag)
         self.runtime = runtime if isinstance(runtime, RuntimeChoice) else choose_runtime(runtime, tag, gpu)
         self.launcher = launcher_for(self.runtime)
         self.models = list(models) if models is not None else None

@@ -275,13 +275,109 @@ def test_03_saves_whether_this_run_built_the_engine(tmp_path):
     engine = tmp_path / "model.plan"
     engine.write_bytes(b"an engine an earlier run built")
     scope = {"series": Series, "engine": engine, "trt_version": "10.0.1", "check": None, "run_dir": str(tmp_path),
-             "ngc": ngc, "build_cmd": ["docker", "run", "img"],
+             "ngc": ngc, "build_cmd": ["docker", "run", "img"], "trt_from": "recorded", "trt_error": "",
              "choice": RuntimeChoice("local", "no Docker here")}
     exec(_saved_results_cell(), scope)
     assert saved["built"] is False and saved["engine_on_disk"] is True
-    scope["choice"] = RuntimeChoice("docker", "test")  # the build cell raises unless it built the engine
+    scope["choice"] = RuntimeChoice("docker", "test")  # the build cell sets trt_error when a step failed
     exec(_saved_results_cell(), scope)
     assert saved["built"] is True
+    scope["trt_error"] = "command failed with exit code 125: docker run ... cannot run on this machine"
+    exec(_saved_results_cell(), scope)
+    assert saved["built"] is False and saved["tensorrt_error"] == scope["trt_error"]
+
+
+def _code(stem: str) -> str:
+    import json
+
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / f"{stem}.ipynb").read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def test_the_trtexec_command_follows_the_images_tensorrt_and_says_what_it_does_with_fp16():
+    """Issue 22, a current release: trtexec from TensorRT 10.14 warns that --fp16 (weak typing, deprecated in 10.12) is
+    deprecated, and 11.0 removed it; 03 and 12 took an unknown version for "10" without a word (26.02's is unknown)."""
+    assert convert.fp16_note("10.0.1.6") == "" and convert.fp16_note("10.13.3.9") == ""
+    assert all("deprecated" in convert.fp16_note(v) for v in ("10.14.1.48", "10.15.1.29", "10.16.0.72"))
+    assert "no --fp16" in convert.fp16_note("11.0.0.7") and convert.command_major("11.0.0.7") == 11
+    assert "unknown" in convert.fp16_note(None) and convert.command_major(None) == 10
+    assert "--fp16" in convert.trtexec_args("m.onnx", "m.plan", "x", (3,), tensorrt_major=convert.command_major("10.16"))
+    for stem in ("03_tensorrt_engine", "12_optimize_tensorrt"):
+        code = _code(stem)
+        assert 'or "10")' not in code and "tensorrt_major=convert.command_major(trt_version)" in code, stem
+        assert "convert.fp16_note(trt_version)" in code and "except convert.ContainerStepFailed" in code, stem
+
+
+def test_the_current_release_cites_its_sources_and_why_its_tensorrt_is_not_recorded():
+    policy = ngc.RELEASE_POLICY["26.02"]
+    assert (policy.min_compute, policy.min_driver, policy.tensorrt) == ((7, 5), 580, None)
+    assert "rel-26-02.html" in policy.source and "minor-version-compatibility" in policy.source
+    assert "trtllm-python-py3" in policy.tensorrt_note and "13.1.1" in policy.tensorrt_note
+    version, source = convert.tensorrt_version_of("26.02", read_image=False)
+    assert version is None and policy.tensorrt_note in source
+    assert convert.tensorrt_version_of("24.05", read_image=False)[0] == ngc.tensorrt_version("24.05") == "10.0.1"
+
+
+def _images(found) -> list[str]:
+    """Every `image` value in a nested manifest."""
+    if isinstance(found, dict):
+        return [v for k, v in found.items() if k == "image"] + [i for v in found.values() for i in _images(v)]
+    return [i for v in found for i in _images(v)] if isinstance(found, list) else []
+
+
+def test_the_series_tag_reaches_every_image_the_docker_world_runs(tmp_path, monkeypatch):
+    """Issue 22, item 3: a docker-ci run with a 26.xx tag must use its images everywhere. Every helper that takes a
+    tag defaulted to 24.05 (NGC_TAG): a call that left out tag= ran 24.05's image under any series tag. Now each one
+    follows the series' tag, and no notebook names a tag of its own; checked from the command builders, no notebook
+    executed (the docker world's run checks its docker log: test_series_docker)."""
+    import inspect
+    import json
+    import re
+    import subprocess
+
+    from helpers import analyzer, k8s, launchers, runtime, server
+
+    defaults = {}
+    for module in (ngc, convert, perf, k8s, server, runtime, launchers, analyzer):
+        for name, obj in vars(module).items():
+            if getattr(obj, "__module__", None) != module.__name__ or not callable(obj):
+                continue
+            parameters = inspect.signature(obj.__init__ if inspect.isclass(obj) else obj).parameters
+            if "tag" in parameters and parameters["tag"].default is not inspect.Parameter.empty:
+                defaults[f"{module.__name__}.{name}"] = parameters["tag"].default
+    assert len(defaults) >= 10 and set(defaults.values()) == {"series"}, defaults
+
+    monkeypatch.setenv(ngc.SERIES_TAG_VARIABLE, "26.02")
+    tag = ngc.series_tag()  # what every notebook's `ngc_tag = ngc.series_tag(ngc_tag)` gives
+    (tmp_path / "models").mkdir()
+    run = []
+    monkeypatch.setattr(ngc, "ensure_image", run.append)
+
+    def container(args, **kwargs):
+        run.append(ngc.image_of(args))
+        return subprocess.CompletedProcess(args, 0, "10.15.1.29\n", "")
+
+    monkeypatch.setattr(ngc, "run_container", container)
+    commands = [TritonServer(tmp_path / "models", RuntimeChoice("docker", "test")).command(),
+                perf.level_command("m", "127.0.0.1:8001", tmp_path / "perf" / "c1.csv", tag)[0],
+                perf.warmup_command("m", "127.0.0.1:8001", tmp_path / "perf" / "c1.csv", 4, tag)[0],
+                convert.in_tensorrt_container(["trtexec"], tmp_path),
+                convert.inspect_engine_command("model.plan", "engine.json", tmp_path),
+                convert.in_pytorch_container(["python"], tmp_path),
+                perf.docker_command(["perf_analyzer", "-m", "m"])]
+    assert convert.tensorrt_version_in_image() == "10.15.1.29"  # pulled, then run: both images in `run`
+    ngc.pull_all()  # `./tutorial pull`: every image, pulled
+    images = [ngc.image_of(c) for c in commands] + _images(k8s.plain("app", ["m"])) + run + [
+        analyzer.docker_launch(tag, tmp_path)["triton_docker_image"],
+        ngc.image_of(analyzer.docker_command(tag, tmp_path / "models", tmp_path))]
+    assert len(images) == 16 and all(re.search(r":26\.02-py3(-sdk)?$", i) for i in images), images
+    assert k8s.kserve("app", storage_uri="s3://b/m")[0]["spec"]["predictor"]["model"]["runtimeVersion"] == "26.02-py3"
+    for path in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            code = "\n".join(line.split("#")[0] for line in "".join(cell["source"]).splitlines())
+            if cell["cell_type"] == "code" and "parameters" not in cell["metadata"].get("tags", []):
+                assert not re.search(r"""["']\d{2}\.\d{2}["']""", code), f"{path.name} names a tag: {code[:200]}"
+                assert not re.search(r"\btag=(?!ngc_tag\b|docker_tag\b)", code), f"{path.name}: {code[:200]}"
 
 
 def _tutorial_env(tmp_path, **extra) -> dict:

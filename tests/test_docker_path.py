@@ -349,6 +349,55 @@ def test_a_stale_engine_is_refused_before_serving_with_the_reason(fake_docker, t
     assert stale_engines(_engine_repo(tmp_path / "same", "10.0.1.6"), ["trt"], "24.05") == []
 
 
+def test_an_unrecorded_tags_tensorrt_is_read_from_its_image_for_the_stale_engine_check(fake_docker, tmp_path,
+                                                                                        monkeypatch, capsys):
+    """Issue 22, a current release: helpers/ngc.py does not record 26.02's TensorRT, so an engine built by another
+    TensorRT (25.01's 10.8) was served under 26.02 without a check; the TensorRT image, when it is on the machine (it
+    is never pulled for this), says which TensorRT the tag has."""
+    from helpers.launchers import stale_engines
+
+    repo = _engine_repo(tmp_path, "10.8.0.43")
+    assert ngc.tensorrt_version("26.02") is None
+    reads = []
+
+    def image_says(tag, pull=True):
+        reads.append((tag, pull))
+        return "10.15.1.29"  # what the image's `import tensorrt` would print; no such run in this test docker
+
+    monkeypatch.setattr(convert, "tensorrt_version_in_image", image_says)
+    assert stale_engines(repo, ["trt"], "26.02") == []  # the image is not here: noted, not pulled, not refused
+    absent = capsys.readouterr().out
+    assert not reads and not any(c[0] == "pull" for c in calls(fake_docker))
+    subprocess.run(["docker", "pull", ngc.image("tensorrt", "26.02")], capture_output=True, check=True)
+    problems = stale_engines(repo, ["trt"], "26.02")
+    assert len(problems) == 1 and "built by TensorRT 10.8.0.43" in problems[0], problems
+    assert "links TensorRT 10.15.1.29" in problems[0] and "ngc_tag='25.01', the release that built it" in problems[0]
+    assert reads == [("26.02", False)] and "nvcr.io/nvidia/tensorrt:26.02-py3 is not on this machine" in absent
+    assert stale_engines(_engine_repo(tmp_path / "same", "10.15.1.29"), ["trt"], "26.02") == []
+
+
+def test_tensorrt_steps_that_cannot_run_are_reported_with_where_the_version_came_from(fake_docker, tmp_path,
+                                                                                      monkeypatch):
+    """Issue 22, docker-ci with 03 and 12: the test docker cannot run the TensorRT image, so the version read raised
+    and the notebooks stopped; now each step fails with ContainerStepFailed, and the version shown says where it came
+    from: the image, helpers/ngc.py's record, or nowhere (26.02, with the reason), never a guess."""
+    monkeypatch.setenv(ngc.SERIES_TAG_VARIABLE, "26.02")
+    version, source = convert.tensorrt_version_of(read_image=True)
+    assert version is None and "nvcr.io/nvidia/tensorrt:26.02-py3" in source and "cannot run on this machine" in source
+    assert "not recorded for NGC 26.02" in source and "trtllm-python-py3" in source
+    runs = [c for c in calls(fake_docker) if c[0] == "run"]
+    assert ["pull", "nvcr.io/nvidia/tensorrt:26.02-py3"] in calls(fake_docker) and len(runs) == 1
+    assert convert.tensorrt_version_of("24.05", read_image=True)[0] == "10.0.1"  # the image failed: the record
+    assert convert.tensorrt_version_of("24.05", read_image=False) == ("10.0.1", "recorded for NGC 24.05 in helpers/ngc.py")
+    build = convert.in_tensorrt_container(convert.trtexec_args("m.onnx", "m.plan", "x", (3,),
+                                                               tensorrt_major=convert.command_major(version)), tmp_path)
+    assert ngc.image_of(build) == "nvcr.io/nvidia/tensorrt:26.02-py3" and "--fp16" in build
+    with pytest.raises(convert.ContainerStepFailed, match="exit code 125") as info:
+        convert.run_checked(build, tmp_path / "trtexec.log")
+    assert convert.summary(info.value).startswith("command failed with exit code 125: docker run")
+    assert "cannot run on this machine" in convert.summary(info.value)
+
+
 def test_shared_memory_needs_the_hosts_ipc_on_both_sides(fake_docker, tiny_repo, tmp_path):
     """Issue 22, item 8: the test docker ignored --ipc on the SDK path, so dropping --ipc=host passed."""
     ngc.ensure_image(ngc.image("sdk"))
