@@ -108,44 +108,113 @@ FAKE_DOCKER = Path(__file__).resolve().parent / "fakedocker"
 DOCKER_NOTEBOOKS = ["04", "05", "06", "07", "10", "11", "13", "14"]
 DOCKER_RUN_TAG = "docker-run"
 DOCKER_TAG = "25.01"  # not the default (24.05): every server and container of the run must use the series' one tag
-_SERIES = """import json, sys
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_RUNS = {"ci_run", "docker_run", "docker_series"}  # fixtures of the two executed worlds, one run each per session
+_SERIES = """import json, shutil, sys, time
+from pathlib import Path
 from helpers import series
-for run in json.loads(sys.argv[1]):
-    series.run_series(**run)
+runs, status_file, reuse = json.loads(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
+status = 1
+try:
+    if reuse:  # the ci run's ONNX export (its notebook 02), copied once that notebook has run, not exported again
+        deadline = time.monotonic() + 900
+        while not Path(reuse["exported"]).exists() and not Path(reuse["ended"]).exists() and time.monotonic() < deadline:
+            time.sleep(2)
+        if Path(reuse["exported"]).exists():
+            shutil.copytree(reuse["source"], reuse["target"])
+            runs = runs[1:]
+            print(f"the ci run's ONNX export, copied from {reuse['source']}", flush=True)
+    for run in runs:
+        series.run_series(**run)
+    status = 0
+finally:
+    status_file.write_text(str(status))
 """
+_interrupted = False
+
+
+def pytest_keyboard_interrupt(excinfo):
+    """A Ctrl-C ends the session now: the docker world is stopped, not waited for."""
+    global _interrupted
+    _interrupted = True
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that read an executed run go first (its first test starts the ci run), the rest after them. Under
+    xdist (CI: `-n 2 --dist worksteal`) the first worker takes the ci run and the readers, and the other works through
+    the rest, stealing from the end of the first's queue: the tests that need no run, while the run executes."""
+    readers = [item for item in items if SHARED_RUNS & set(item.fixturenames)]
+    items[:] = readers + [item for item in items if not SHARED_RUNS & set(item.fixturenames)]
+
+
+def shared_dir(tmp_path_factory) -> Path:
+    """A folder every xdist worker of this session sees (the session's temporary folder; its parent under xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def exclusive(lock: Path):
+    """Hold an exclusive lock on `lock` (a file) for the block: one process at a time, across xdist workers."""
+    import fcntl
+
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class BackgroundSeries:
     """The docker world's notebooks, run by a separate Python process beside the ci run (each world's notebooks
-    executed once, the two at the same time: their measurements are fixed-length windows, so they overlap well)."""
+    executed once, the two at the same time: their measurements are fixed-length windows, so they overlap well).
+    Its exit status lands in <run>/exit_status, so another xdist worker can wait for it too (`attach`)."""
 
-    def __init__(self, run_dir: Path):
-        self.run_dir = run_dir
+    def __init__(self, run_dir: Path, start: bool = True, reuse: dict | None = None):
+        self.run_dir, self.status, self.console = run_dir, run_dir / "exit_status", run_dir / "console.txt"
+        self.proc = None
+        if not start:
+            return
         folders = {"models_dir": str(run_dir / "models"), "build_dir": str(run_dir / "build")}  # apart from the ci run's
         runs = [dict(run_dir=str(run_dir / "prerequisites"), profile="ci", only=["02"], overrides=folders),  # its ONNX
                 dict(run_dir=str(run_dir), profile="docker-ci", only=DOCKER_NOTEBOOKS, overrides=folders)]
         env = {**os.environ, "PATH": f"{FAKE_DOCKER}{os.pathsep}{os.environ['PATH']}", "FAKE_DOCKER_PYTHON": sys.executable,
                "FAKE_DOCKER_STATE": str(run_dir / "docker-state"), "FAKE_DOCKER_LOG": str(run_dir / "docker.jsonl"),
                "TUTORIAL_NGC_TAG": DOCKER_TAG, "TUTORIAL_TEST_ID": DOCKER_RUN_TAG}
-        self.console = run_dir / "console.txt"
         with open(self.console, "w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-c", _SERIES, json.dumps(runs)], env=env, cwd=run_dir,
-                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen([sys.executable, "-c", _SERIES, json.dumps(runs), str(self.status),
+                                          json.dumps(reuse)], env=env,
+                                         cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    @classmethod
+    def attach(cls, run_dir: Path) -> "BackgroundSeries":
+        """The run another worker of this session started."""
+        return cls(run_dir, start=False)
 
     def result(self, timeout: float = 1200) -> Path:
-        """The finished run's folder; its console output if it failed."""
-        try:
-            code = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        """The finished run's folder; its console output if it failed or did not end in `timeout` seconds."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while not self.status.exists() and time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                break
+            time.sleep(1)
+        if not self.status.exists() and (self.proc is None or self.proc.poll() is None):
+            self.stop()
             raise AssertionError(f"the docker-world run took over {timeout} s:\n{self.console.read_text()[-3000:]}")
+        code = int(self.status.read_text() or 1) if self.status.exists() else self.proc.returncode
         assert code == 0, f"the docker-world run failed ({code}):\n{self.console.read_text()[-3000:]}"
         return self.run_dir
 
-    def stop(self) -> None:
-        """Stop it (Ctrl-C, or a session that ends before its tests ran) as a Ctrl-C would: the kernel's clean-up
-        stops its server; whatever is left of its session after 60 s is killed."""
+    def stop(self, grace: float = 0.0) -> None:
+        """Let it finish for up to `grace` seconds (a reader in another worker may wait for it), then stop it as a
+        Ctrl-C would: the kernel's clean-up stops its server; whatever is left of its session after 60 s is killed."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(grace)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -157,24 +226,52 @@ class BackgroundSeries:
 
 @pytest.fixture(scope="session")
 def docker_series(request, tmp_path_factory):
-    """The docker world's run, started in the background the first time a test needs it, or when the ci run starts
-    and a test of this session will need it; stopped at the end of the session."""
-    started = BackgroundSeries(tmp_path_factory.mktemp("docker-run"))
+    """The docker world's run, started in the background by the first test (of any xdist worker) that needs it, or
+    when the ci run starts and a test of this session will need it; the worker that started it lets it finish at
+    the end of its session (stops it at once after a Ctrl-C)."""
+    shared = shared_dir(tmp_path_factory)
+    with exclusive(shared / "docker-run.lock"):
+        run_dir = shared / "docker-run"
+        if run_dir.exists():
+            started = BackgroundSeries.attach(run_dir)
+        else:
+            run_dir.mkdir()
+            # where the ci run executes in this session, its notebook 02 exports the ONNX model both worlds serve
+            ci_here = not os.environ.get("TUTORIAL_CI_RUN") and any("ci_run" in item.fixturenames
+                                                                   for item in request.session.items)
+            reuse = {"exported": str(shared / "ci-run" / "results" / "02_export_onnx.json"),
+                     "ended": str(shared / "ci-run.json"), "source": str(ROOT / "build" / "keras"),
+                     "target": str(run_dir / "build" / "keras")} if ci_here else None
+            started = BackgroundSeries(run_dir, reuse=reuse)
     yield started
-    started.stop()
+    started.stop(grace=0 if _interrupted else 900)
 
 
 @pytest.fixture(scope="session")
 def ci_run(request, tmp_path_factory):
-    """Every notebook executed once with the ci profile; the run folder (shared by the tests that read it).
-    TUTORIAL_CI_RUN=<folder of a finished ci run> reuses one instead, when working on the tests that read it."""
+    """Every notebook executed once with the ci profile; the run folder (shared by the tests that read it, across
+    xdist workers: the first executes it, the others wait for it). TUTORIAL_CI_RUN=<folder of a finished ci run>
+    reuses one instead, when working on the tests that read it."""
     from helpers import series
 
-    if any("docker_run" in item.fixturenames for item in request.session.items):
-        request.getfixturevalue("docker_series")  # the docker world runs meanwhile, in its own process
     if os.environ.get("TUTORIAL_CI_RUN"):
         return Path(os.environ["TUTORIAL_CI_RUN"])
-    run_dir = tmp_path_factory.mktemp("run")
-    with tagged(CI_RUN_TAG):
-        series.run_series(run_dir, profile="ci")
-    return run_dir
+    shared = shared_dir(tmp_path_factory)
+    record = shared / "ci-run.json"
+    with exclusive(shared / "ci-run.lock"):
+        if not record.exists():
+            if any("docker_run" in item.fixturenames for item in request.session.items):
+                request.getfixturevalue("docker_series")  # the docker world runs meanwhile, in its own process
+            run_dir = shared / "ci-run"
+            run_dir.mkdir()
+            try:
+                with tagged(CI_RUN_TAG):
+                    series.run_series(run_dir, profile="ci")
+            except Exception as exc:
+                record.write_text(json.dumps({"run_dir": str(run_dir), "error": f"{type(exc).__name__}: {exc}"}))
+                raise
+            record.write_text(json.dumps({"run_dir": str(run_dir), "error": ""}))
+    ran = json.loads(record.read_text())
+    if ran["error"]:
+        pytest.fail(f"the ci run (executed by another test of this session) failed: {ran['error'][:2000]}")
+    return Path(ran["run_dir"])
