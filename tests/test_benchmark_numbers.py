@@ -87,7 +87,10 @@ def test_the_knee_is_explained_by_its_own_row():
     assert f"at concurrency {int(knee['concurrency'])}, p99 {knee['p99_ms']:.2f} ms, where the server's batcher formed " \
            f"batches of {row['server avg_batch']:.1f} on average" in text
     assert "the UINT8-input TorchScript of the same weights, not the FP32-input model the sweep served" in text
-    assert "25,000" not in text and "the rest is the client and the transport" not in text
+    # 25,000 infer/s is a target only where the levers section states its targets (issue 21), generated from TARGETS
+    levers = numbers.render(text).split(numbers.BEGIN.format(name="levers"))[1].split(numbers.END)[0]
+    assert f"at the knee {numbers.TARGETS['knee'][0]:,} infer/s with p99 <=" in levers
+    assert "25,000" not in text.replace(levers, "") and "the rest is the client and the transport" not in text
 
 
 def test_recorded_13_run_is_quoted_from_its_report():
