@@ -729,7 +729,42 @@ def section_levers() -> str:
                 "context in the same process." if r["stable"] else
                 f"not measured, {n14['lever_errors'].get(r['lever'], 'no stable measurement')}."))
     lines += _knee_lines(n14)
+    lines.append(_count_mode_rates(knobs, n14))
     return "\n".join(lines)
+
+
+def _mean_latency_rate(row) -> float:
+    """Requests per second from a row's mean latency (its client + network + queue + compute split) at its
+    concurrency: Little's law for perf_analyzer's closed loop."""
+    latency = sum(row[c] for c in ("client_send_ms", "network_ms", "queue_ms", "compute_ms", "client_recv_ms"))
+    return row["concurrency"] * 1000 / latency
+
+
+def _count_mode_rates(knobs: pd.DataFrame, n14: dict) -> str:
+    """The recording's request-count rows, re-read: perf_analyzer's rate in that mode counts whole seconds
+    (perf.closed_loop_throughput, which the notebooks now use); the mean latency gives the rate, as the time-window
+    rows of the same run confirm."""
+    rows = [(f"13, {r['value']}", r) for _, r in knobs[knobs["knob"] == "transport"].iterrows()] + \
+           [(f"14, {r['variant']}", r) for r in n14["variants"]]
+    counted = [(label, r) for label, r in rows if r.get("requests", 0) > 0]
+    timed = [abs(_mean_latency_rate(r) / r["throughput"] - 1) for _, r in rows if not r.get("requests", 0) > 0]
+    rates = {r["variant"]: (_mean_latency_rate(r) if r.get("requests", 0) > 0 else r["throughput"]) for r in n14["variants"]}
+    printed = {r["variant"]: r["throughput"] for r in n14["variants"]}
+    best_again = max(rates, key=rates.get)
+    overtakes = [(label, r, other) for label, r in counted if label.startswith("14")
+                 for other in rates if other != r["variant"] and printed[other] > r["throughput"]
+                 and rates[other] < _mean_latency_rate(r)]
+    return ("- **perf_analyzer's rate in `--request-count` mode** is the count over whole seconds (this recording ran "
+            "before the notebooks took the rate from the mean latency instead, `perf.closed_loop_throughput`). Re-read "
+            "from each row's mean latency at its concurrency (Little's law; the time-window rows of the same run agree "
+            f"with their printed rate within {100 * max(timed):.1f} %): "
+            + "; ".join(f"{label}: printed {r['throughput']:.0f}, {_mean_latency_rate(r):.0f} infer/s from "
+                        f"{int(r['requests'])} requests" for label, r in counted)
+            + ". Re-read so, the best row of 14 at concurrency 16 is " + ("still " if best_again == n14["best"] else "")
+            + best_again + ("" if best_again == n14["best"] else f", not {n14['best']}") + ", and "
+            + ("; ".join(f"{label.split(', ', 1)[1]} now passes {other} ({_mean_latency_rate(r):.0f} against "
+                         f"{rates[other]:.0f})" for label, r, other in overtakes) or "no count-mode row passes a row it trailed")
+            + ".")
 
 
 SECTIONS = {DOC: {"14": section_14, "native_13": section_native_13, "candidates": section_candidates,

@@ -194,3 +194,23 @@ def test_run_keeps_each_levels_console_output(tmp_path, monkeypatch):
     assert perf.console(table, 2) == "*** Measurement Settings ***\nConcurrency: 2, throughput: 20 infer/sec\n"
     with pytest.raises(KeyError, match=r"kept: \[1, 2\]"):
         perf.console(table, 3)
+
+
+def test_a_request_count_row_takes_its_rate_from_the_mean_latency_not_whole_seconds(tmp_path, monkeypatch):
+    """perf_analyzer's rate in --request-count mode is the count over whole seconds: 3162 requests at concurrency 16
+    and 5.85 ms each took 1.16 s, and it printed 1580.41 infer/s (3162 / 2 s) on an H200 (2026-12-02d, notebook 13)."""
+    printed = ["  Sending 3162 benchmark requests\n",
+               "  Pass [1] throughput: 1580.41 infer/sec. Avg latency: 5848 usec (std 1683 usec). \n"]
+
+    def fake_level(model, url, csv_file, docker_tag, kwargs, limit):
+        pd.DataFrame({"concurrency": [16], "throughput": [1580.41], "stable": [True]}).to_csv(csv_file, index=False)
+        return perf.Watched(0, printed, 900.0, [])
+
+    monkeypatch.setattr(perf, "_run_level", fake_level)
+    counted = perf.run("m", "localhost:8001", tmp_path / "m.csv", concurrency="16", progress=False, request_count=3162)
+    assert counted["throughput_reported"].iloc[0] == 1580.41
+    assert counted["throughput"].iloc[0] == pytest.approx(16 / 0.005848)           # 2736 infer/s: Little's law
+    timed = perf.run("m", "localhost:8001", tmp_path / "t.csv", concurrency="16", progress=False)
+    assert timed["throughput"].iloc[0] == 1580.41 and "throughput_reported" not in timed  # windows: its own rate
+    with pytest.raises(ValueError, match="Avg latency"):
+        perf.closed_loop_throughput(["no pass line\n"], 16)
