@@ -169,10 +169,14 @@ class TritonServer:
         if self.preflight:
             check_repository(self.repository, self.models)
         for attempt in range(1, attempts + 1):
-            for port in (self.http_port, self.grpc_port, self.metrics_port):
-                if port_busy(port, self.host):
-                    raise ServerError(f"port {port} on {self.host} is busy (another Triton server?): stop it, "
-                                      "or pass free ports as http_port=, grpc_port=, metrics_port=")
+            busy = [port for port in (self.http_port, self.grpc_port, self.metrics_port) if port_busy(port, self.host)]
+            if busy and (set(busy) & set(self._asked_ports) or attempt == attempts):
+                raise ServerError(f"port {busy[0]} on {self.host} is busy (another Triton server?): stop it, "
+                                  "or pass free ports as http_port=, grpc_port=, metrics_port=")
+            if busy:  # a port picked when this object was made was taken since: pick again, as after a lost bind
+                print(f"port {busy[0]} was taken after it was picked; starting on other ports")
+                self._pick_ports(avoid=busy)
+                continue
             self.launcher.before_start(self)  # docker: pull the image, with progress, before the clock starts
             started = time.monotonic()
             try:

@@ -87,7 +87,10 @@ def test_dynamic_batching_forms_batches_on_the_native_backend(tmp_path, resnet18
             if after["inference_count"] - before["inference_count"] >= 24 or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-    assert all(np.array_equal(o, outs[0]) for o in outs)
+    # the same image in batches of different sizes: CPU kernels may sum in another order (last bits), same class
+    for out in outs:
+        np.testing.assert_allclose(out, outs[0], rtol=1e-4, atol=1e-4)
+        assert out.argmax() == outs[0].argmax()
     inferences = after["inference_count"] - before["inference_count"]
     executions = after["execution_count"] - before["execution_count"]
     # 24 single-image requests run in fewer executions: the batcher merged them

@@ -13,8 +13,9 @@ RUN_TAG, TAG = DOCKER_RUN_TAG, DOCKER_TAG
 
 @pytest.fixture(scope="module")
 def docker_run(docker_series):
-    """Notebooks 04-07, 10, 11, 13 and 14 with runtime="docker" in their own folders (their ONNX export from their own
-    run of 02), through the test docker; run in the background beside the ci run (conftest.BackgroundSeries)."""
+    """Notebooks 03-07 and 10-14 with runtime="docker" in their own folders (the ONNX model the ci run's notebook 02
+    exported, or their own run of 02 without a ci run), through the test docker; run in the background beside the ci
+    run (conftest.BackgroundSeries)."""
     return docker_series.result()
 
 

@@ -177,6 +177,20 @@ def test_busy_port_is_reported_before_starting(tmp_path, tiny_repo):
             server.start()
 
 
+def test_a_picked_port_taken_before_start_is_picked_again(tmp_path, tiny_repo):
+    """Two worlds of CI on one machine: 11's server picked 8001 when it was made, another test's server took 8001
+    before 11 started, and start() refused (the port was picked, not asked for): it picks again now."""
+    server = TritonServer(tiny_repo, "local", startup_timeout=120)
+    picked = server.grpc_port
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", picked))
+        s.listen()
+        with server:
+            assert server.grpc_port != picked and server.running
+    assert not server.running
+
+
 def test_picked_ports_are_distinct_when_the_os_hands_one_out_twice(tiny_repo, monkeypatch):
     """bind(0) after a close may return the port it just gave: a server that got it twice could not bind its own."""
     from helpers import launchers
