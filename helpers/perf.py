@@ -159,16 +159,21 @@ LOCK_FILE = Path(tempfile.gettempdir()) / f"triton-tutorials-perf_analyzer-{os.g
 
 
 @contextlib.contextmanager
-def one_load_generator():
-    """One perf_analyzer at a time on this machine, across processes (two notebooks, a CI run's two worlds): a second
-    load generator would be measured along with the first, and two with CUDA shared memory on one server collide
-    ("shared memory region 'OUTPUT' already in manager": they name their regions alike). Waits for the other."""
-    with open(LOCK_FILE, "a") as handle:
+def exclusive(lock: str | Path):
+    """Hold an exclusive lock on the file `lock` for the block: one process at a time, whichever started it."""
+    with open(lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def one_load_generator():
+    """One perf_analyzer at a time on this machine, across processes (two notebooks, a CI run's two worlds): a second
+    load generator would be measured along with the first, and two with CUDA shared memory on one server collide
+    ("shared memory region 'OUTPUT' already in manager": they name their regions alike). Waits for the other."""
+    return exclusive(LOCK_FILE)
 
 
 def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: float, interval: float = 0.2) -> Watched:

@@ -154,19 +154,6 @@ def shared_dir(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@contextlib.contextmanager
-def exclusive(lock: Path):
-    """Hold an exclusive lock on `lock` (a file) for the block: one process at a time, across xdist workers."""
-    import fcntl
-
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 class BackgroundSeries:
     """The docker world's notebooks, run by a separate Python process beside the ci run (each world's notebooks
     executed once, the two at the same time: their measurements are fixed-length windows, so they overlap well).
@@ -230,6 +217,8 @@ def docker_series(request, tmp_path_factory):
     """The docker world's run, started in the background by the first test (of any xdist worker) that needs it, or
     when the ci run starts and a test of this session will need it; the worker that started it lets it finish at
     the end of its session (stops it at once after a Ctrl-C)."""
+    from helpers.perf import exclusive
+
     shared = shared_dir(tmp_path_factory)
     with exclusive(shared / "docker-run.lock"):
         run_dir = shared / "docker-run"
@@ -254,6 +243,7 @@ def ci_run(request, tmp_path_factory):
     xdist workers: the first executes it, the others wait for it). TUTORIAL_CI_RUN=<folder of a finished ci run>
     reuses one instead, when working on the tests that read it."""
     from helpers import series
+    from helpers.perf import exclusive
 
     if os.environ.get("TUTORIAL_CI_RUN"):
         return Path(os.environ["TUTORIAL_CI_RUN"])

@@ -251,7 +251,8 @@ def test_every_container_the_series_starts_has_a_name_and_init(fake_docker, tiny
     with TritonServer(tiny_repo, RuntimeChoice("docker", "test")):
         pass
     runs = _docker_runs(fake_docker)
-    assert len(runs) == 3
+    # the two one-shot containers, then the server's (twice or more when another process took its port first)
+    assert len(runs) >= 3 and all("tritonserver" in run for run in runs[2:]), runs
     for run in runs:
         options = run[1:run.index(ngc.image_of(["docker", *run]))]
         assert "--init" in options and "--name" in options, run
