@@ -388,6 +388,10 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
                                   f"{kwargs.get('concurrency')}: {window_spread(lines)}, against "
                                   f"{kwargs.get('stability_percentage', 10)} %: lengthen --measurement-interval or "
                                   "loosen --stability-percentage")
+    if any("No valid requests recorded within time interval" in ln for ln in lines):  # exit 3: a window saw none
+        raise UnstableMeasurement(f"no request of {model!r} at concurrency {kwargs.get('concurrency')} completed within "
+                                  f"a {kwargs.get('measurement_interval_ms', 5000)} ms window ({window_spread(lines)}): "
+                                  "lengthen --measurement-interval (a busy or slow machine)")
     if watched.returncode != 0 or not csv_file.exists() or any(re.search(r"had error|Failed to|failed", ln) for ln in lines):
         raise RuntimeError(f"perf_analyzer failed (exit {watched.returncode}) for model {model!r}; command:\n"
                            f"  {ngc.as_shell(command)}\n" + "".join(lines[-25:]))
