@@ -69,7 +69,11 @@ def test_resnet18_track_numbers(ci_run):
     assert any("not supported for pytorch backend" in line for line in ten["autocomplete_log"])
     baseline = _results(ci_run, "11_baseline_benchmark")["table"]
     assert [row["concurrency"] for row in baseline] == [1, 4]
-    assert all(row["throughput"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0 for row in baseline)
+    # the ci profile checks the pipeline, not speed: on a busy 2-core runner a level may see a window in which no
+    # request completed; it is then marked unstable with that reason, and the sweep goes on
+    assert any(row["stable"] for row in baseline)
+    for row in baseline:
+        assert (row["throughput"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0) if row["stable"] else row["error"], row
     optimized = _results(ci_run, "12_optimize_tensorrt")
     assert optimized["optimized"] == "resnet18_opt"
     assert {c["variant"] for c in optimized["candidates"]} == {"fp32_frozen", "fp32_nhwc_frozen"}

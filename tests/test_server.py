@@ -98,8 +98,10 @@ def test_client_refuses_bad_requests_with_what_was_expected(tiny_server):
 
 def test_perf_analyzer_against_real_server(tiny_server, tmp_path):
     server = tiny_server
+    # stability within 6x: this call checks the pipeline (the unstable path is the next call's), and in CI it runs
+    # beside the notebooks of both worlds on 2 cores
     table = perf.run("tiny", server.grpc_url, tmp_path / "tiny.csv", concurrency="1:2:1",
-                     measurement_interval_ms=800, max_trials=5, stability_percentage=50, progress=False)
+                     measurement_interval_ms=800, max_trials=5, stability_percentage=500, progress=False)
     with pytest.raises(perf.UnstableMeasurement, match="no concurrency level of 1 was stable"):
         perf.run("tiny", server.grpc_url, tmp_path / "never.csv", concurrency="1", measurement_interval_ms=300,
                  max_trials=3, stability_percentage=0, progress=False)
@@ -121,7 +123,7 @@ def test_a_request_count_and_a_warm_up_against_a_real_server(tiny_server, tmp_pa
 def test_memory_guard_stops_perf_analyzer_and_records_the_row(tiny_server, tmp_path):
     server = tiny_server
     table = perf.run("tiny", server.grpc_url, tmp_path / "ok.csv", concurrency="1:2:1", measurement_interval_ms=800,
-                     max_trials=5, stability_percentage=50, progress=False)
+                     max_trials=5, stability_percentage=500, progress=False)  # the pipeline, not stability
     assert (table["peak_rss_mb"] > 0).all() and (table["error"] == "").all()
     row = perf.measure_level("tiny", server.grpc_url, tmp_path / "capped.csv", 2, measurement_interval_ms=800,
                              max_trials=5, stability_percentage=50, memory_limit_gb=0.005)
