@@ -1,9 +1,9 @@
 """Keep an executed run of the series in the repository: its notebooks and report in docs/runs/NAME, its results and
 tables in docs/data, with the machine's own paths written as a reader's (the run folder as runs/NAME, the checkout as
-$PWD, the device kit's binaries by their names) and the committed markdown in each recorded notebook.
+$PWD, the machine's binaries by their names (--bin-dir)) and the committed markdown in each recorded notebook.
 
     python scripts/record_run.py RUN_DIR NAME [--only 14 15] [--data-prefix h200_2026-12-02d] [--root PATH]
-                                 [--replace OLD=NEW ...]
+                                 [--bin-dir DIR ...] [--replace OLD=NEW ...]
 
 RUN_DIR is a finished run folder (`./tutorial series`, scripts/gpu_local_run.sh, or the ci run of the tests);
 --root is the checkout the run executed from, when it is not this one (a device machine's copy, a CI clone).
@@ -18,13 +18,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS, RUNS, DATA = ROOT / "notebooks", ROOT / "docs" / "runs", ROOT / "docs" / "data"
-# the GPU machine's kit (../shared/tools/device-kit) unpacks its binaries here; a reader runs them from PATH
-KIT_BINARIES = "/tmp/device-kit/bin/"
 
 
-def replacements(run_dir: Path, name: str, roots: list[Path], extra: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """(old, new) pairs, longest first, so the run folder (often inside a root) is rewritten before its root."""
-    pairs = [(str(run_dir), f"runs/{name}"), (KIT_BINARIES, ""), *((f"{r}/", "$PWD/") for r in roots),
+def replacements(run_dir: Path, name: str, roots: list[Path], extra: list[tuple[str, str]],
+                 bin_dirs: list[Path] = ()) -> list[tuple[str, str]]:
+    """(old, new) pairs, longest first, so the run folder (often inside a root) is rewritten before its root; a
+    binary in one of `bin_dirs` (where the machine that ran it kept tritonserver, perf_analyzer) by its name alone."""
+    pairs = [(str(run_dir), f"runs/{name}"), *((f"{d}/", "") for d in bin_dirs), *((f"{r}/", "$PWD/") for r in roots),
              *((str(r), "$PWD") for r in roots), *extra]
     return sorted(dict(pairs).items(), key=lambda p: -len(p[0]))
 
@@ -46,14 +46,15 @@ def with_committed_markdown(recorded: dict, committed: dict) -> dict:
 
 
 def record(run_dir: Path, name: str, *, only: list[str] | None = None, data_prefix: str | None = None,
-           roots: list[Path] | None = None, extra: list[tuple[str, str]] | None = None) -> list[Path]:
+           roots: list[Path] | None = None, extra: list[tuple[str, str]] | None = None,
+           bin_dirs: list[Path] | None = None) -> list[Path]:
     """Copy the run's notebooks (rewritten), report and data into the repository; returns the files written."""
     run_dir = run_dir.resolve()
     executed = sorted(p for p in run_dir.glob("*.ipynb") if not only or any(p.stem.startswith(o) for o in only))
     if not executed:
         raise FileNotFoundError(f"no executed notebook{' matching ' + str(only) if only else ''} in {run_dir}: "
                                 f"expected files like 14_near_the_limit.ipynb there")
-    pairs = replacements(run_dir, name, [ROOT, *(roots or [])], extra or [])
+    pairs = replacements(run_dir, name, [ROOT, *(roots or [])], extra or [], bin_dirs or [])
     target = RUNS / name
     target.mkdir(parents=True, exist_ok=True)
     written = []
@@ -91,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="notebook prefixes to keep, e.g. 14 15")
     parser.add_argument("--data-prefix", help="copy results/*.json and NN_*.csv to docs/data/<prefix>_...")
     parser.add_argument("--root", action="append", type=Path, default=[], help="the checkout the run executed from")
+    parser.add_argument("--bin-dir", action="append", type=Path, default=[],
+                        help="a folder of the machine's binaries (tritonserver, perf_analyzer): named alone")
     parser.add_argument("--replace", action="append", default=[], help="OLD=NEW, one more rewrite")
     ns = parser.parse_args(argv)
     extra = []
@@ -98,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         if "=" not in item:
             parser.error(f"--replace takes OLD=NEW; got {item!r}")
         extra.append(tuple(item.split("=", 1)))
-    for path in record(ns.run_dir, ns.name, only=ns.only, data_prefix=ns.data_prefix, roots=ns.root, extra=extra):
+    for path in record(ns.run_dir, ns.name, only=ns.only, data_prefix=ns.data_prefix, roots=ns.root, extra=extra,
+                       bin_dirs=ns.bin_dir):
         print(path.relative_to(ROOT))
     return 0
 

@@ -80,19 +80,19 @@ def test_recording_a_run_writes_a_readers_paths_the_committed_markdown_and_the_d
     (tmp_path / "data").mkdir()
     committed = series.NOTEBOOK_DIR / "10_resnet18_torchscript.ipynb"
     nb = json.loads(committed.read_text())
-    run_dir, device_root = tmp_path / "h200run", Path("/root/checkout")
+    run_dir, device_root, binaries = tmp_path / "h200run", Path("/root/checkout"), Path("/opt/kit/bin")
     markdown = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
     markdown["source"] = ["an older text of this cell\n"]
     code = next(c for c in nb["cells"] if c["cell_type"] == "code")
     code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": [
-        f"model at {run_dir}/models/resnet18\n", f"server {record_run.KIT_BINARIES}tritonserver from {device_root}/helpers\n"]}]
+        f"model at {run_dir}/models/resnet18\n", f"server {binaries}/tritonserver from {device_root}/helpers\n"]}]
     (run_dir / "results").mkdir(parents=True)
     (run_dir / committed.name).write_text(json.dumps(nb))
     (run_dir / "report.md").write_text(f"| 10 | ok | {run_dir}/10_resnet18_torchscript.ipynb |\n")
     (run_dir / "results" / "10_resnet18_torchscript.json").write_text(json.dumps({"log": f"{run_dir}/logs/x.log"}))
     (run_dir / "10_latency.csv").write_text("a,b\n1,2\n")
 
-    written = record_run.record(run_dir, "h200-test", data_prefix="h200_test", roots=[device_root])
+    written = record_run.record(run_dir, "h200-test", data_prefix="h200_test", roots=[device_root], bin_dirs=[binaries])
     kept = json.loads((tmp_path / "runs" / "h200-test" / committed.name).read_text())
     text = "".join(next(c for c in kept["cells"] if c["cell_type"] == "code")["outputs"][0]["text"])
     assert text == "model at runs/h200-test/models/resnet18\nserver tritonserver from $PWD/helpers\n"
