@@ -68,6 +68,13 @@ def closed_loop_throughput(lines: Sequence[str], concurrency: int, batch_size: i
     return concurrency * batch_size / (passes[-1] / 1e6)
 
 
+def rate_from_latency(row: dict, lines: Sequence[str], concurrency: int, batch_size: int = 1) -> dict:
+    """A request-count row with its rate from the mean latency (closed_loop_throughput), perf_analyzer's own figure
+    kept beside it as `throughput_reported`."""
+    return {**row, "throughput_reported": row["throughput"],
+            "throughput": closed_loop_throughput(lines, concurrency, batch_size)}
+
+
 def _apart(values: Sequence[float]) -> float:
     """max/min - 1: how far apart perf_analyzer's windows were, as its stability check reads them."""
     return max(values) / min(values) - 1 if min(values) > 0 else float("inf")
@@ -463,8 +470,7 @@ def c_api_level(model: str, install: str | Path, csv_file: str | Path, local: "L
                 "p99_ms": float("nan"), "error": reason}
     row = parse_csv(csv_file).iloc[0].to_dict()
     if kwargs.get("request_count"):  # perf_analyzer's own rate counts whole seconds in this mode
-        row["throughput_reported"], row["throughput"] = row["throughput"], closed_loop_throughput(
-            watched.output, kwargs.get("concurrency", 1), kwargs.get("batch_size", 1))
+        row = rate_from_latency(row, watched.output, kwargs.get("concurrency", 1), kwargs.get("batch_size", 1))
     return {**row, "stable": True, "peak_rss_mb": watched.peak_mb, "client_cores": round(watched.client_cores, 3),
             "requests": kwargs.get("request_count") or 0, "error": ""}
 
@@ -526,8 +532,8 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
             consoles[level] = "".join(watched.output)
             table = parse_csv(level_csv)
             if kwargs.get("request_count"):  # perf_analyzer's own rate counts whole seconds in this mode
-                table = table.assign(throughput_reported=table["throughput"], throughput=closed_loop_throughput(
-                    watched.output, level, kwargs.get("batch_size", 1)))
+                table = pd.DataFrame([rate_from_latency(table.iloc[0].to_dict(), watched.output, level,
+                                                        kwargs.get("batch_size", 1))])
             rows.append(table.assign(stable=True, peak_rss_mb=watched.peak_mb, client_cores=round(watched.client_cores, 3),
                                      requests=kwargs.get("request_count") or 0, error=""))
             level_csv.unlink()
