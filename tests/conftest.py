@@ -22,6 +22,15 @@ def pytest_addoption(parser):
                      help="run each test marked `reliability` this many times in a row (CI: 20)")
 
 
+def pytest_configure(config):
+    """Series executed by this session's tests (the ci run, the docker world beside it, the tests that run one or two
+    notebooks) take turns notebook by notebook on this machine: on two cores, two notebooks measuring at once measured
+    each other (2026-12-02: 11's baseline saw 2-11 infer/s and no stable level beside the docker world's 11)."""
+    import tempfile
+
+    os.environ.setdefault("TUTORIAL_SERIES_LOCK", str(Path(tempfile.gettempdir()) / f"triton-tutorials-series-{os.getuid()}.lock"))
+
+
 def pytest_generate_tests(metafunc):
     repeat = metafunc.config.getoption("repeat")
     if repeat > 1 and metafunc.definition.get_closest_marker("reliability"):
@@ -156,7 +165,7 @@ def shared_dir(tmp_path_factory) -> Path:
 
 class BackgroundSeries:
     """The docker world's notebooks, run by a separate Python process beside the ci run (each world's notebooks
-    executed once, the two at the same time: their measurements are fixed-length windows, so they overlap well).
+    executed once; the two worlds take turns notebook by notebook, $TUTORIAL_SERIES_LOCK).
     Its exit status lands in <run>/exit_status, so another xdist worker can wait for it too (`attach`)."""
 
     def __init__(self, run_dir: Path, start: bool = True, reuse: dict | None = None):
