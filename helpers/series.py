@@ -272,19 +272,13 @@ def _failure_lines(error: Exception, nb_path: Path, log: Path, cells: int) -> li
 
 def run_series(run_dir: str | Path | None = None, profile: str | None = None, only: list[str] | None = None,
                kernel: str = "python3", overrides: dict | None = None, paths: list[Path] | None = None,
-               stream=None, one_at_a_time: str | Path | None = None) -> Path:
+               stream=None) -> Path:
     """Execute the notebooks in order into `run_dir` (default runs/<timestamp>), one console line each, kernel output
     in `run_dir/logs/series.log`; after a failure the rest are skipped or run as the profile says (`on_failure`),
     and SeriesFailed is raised once the report is written. `overrides` (e.g. models_dir, build_dir) go to every
-    notebook that declares them, after the profile's values; `paths` replaces the numbered notebooks.
-    `one_at_a_time` (default $TUTORIAL_SERIES_LOCK): a lock file held while each notebook executes, so that series
-    run side by side (the tests' two worlds) take turns notebook by notebook instead of measuring each other."""
-    import contextlib
-
+    notebook that declares them, after the profile's values; `paths` replaces the numbered notebooks."""
     import papermill
     from papermill.engines import papermill_engines
-
-    from .perf import exclusive
 
     papermill_engines.register("tutorial", _engine())
     out = stream or sys.stdout
@@ -317,16 +311,12 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
             continue
         with open(log, "a") as handle:
             handle.write(f"\n== {nb.name} {json.dumps(params, default=str)}\n")
-        lock = one_at_a_time or os.environ.get("TUTORIAL_SERIES_LOCK")
-        turn = exclusive(lock) if lock else contextlib.nullcontext()
         line = _Line(nb.stem, out, width)
         start = time.monotonic()
         try:
-            with turn:
-                line.start = start = time.monotonic()  # the time waited for the turn is not the notebook's
-                papermill.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(nb.parent),
-                                           kernel_name=kernel, progress_bar=False, engine_name="tutorial",
-                                           on_cell=line.at_cell, kernel_manager_class=_kernel_manager(log))
+            papermill.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(nb.parent),
+                                       kernel_name=kernel, progress_bar=False, engine_name="tutorial",
+                                       on_cell=line.at_cell, kernel_manager_class=_kernel_manager(log))
         except Exception as error:
             row.update(status="FAILED", seconds=time.monotonic() - start)
             rows.append(row)

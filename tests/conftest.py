@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,15 +21,6 @@ TRITON_PROCESS_NAMES = ("tritonserver", "triton_python_backend_stub", "triton_py
 def pytest_addoption(parser):
     parser.addoption("--repeat", type=int, default=1,
                      help="run each test marked `reliability` this many times in a row (CI: 20)")
-
-
-def pytest_configure(config):
-    """Series executed by this session's tests (the ci run, the docker world beside it, the tests that run one or two
-    notebooks) take turns notebook by notebook on this machine: on two cores, two notebooks measuring at once measured
-    each other (2026-12-02: 11's baseline saw 2-11 infer/s and no stable level beside the docker world's 11)."""
-    import tempfile
-
-    os.environ.setdefault("TUTORIAL_SERIES_LOCK", str(Path(tempfile.gettempdir()) / f"triton-tutorials-series-{os.getuid()}.lock"))
 
 
 def pytest_generate_tests(metafunc):
@@ -141,6 +133,7 @@ finally:
     status_file.write_text(str(status))
 """
 _interrupted = False
+DOCKER_WORLD_NICE = ["nice", "-n", "5"] if shutil.which("nice") else []
 
 
 def pytest_keyboard_interrupt(excinfo):
@@ -165,7 +158,10 @@ def shared_dir(tmp_path_factory) -> Path:
 
 class BackgroundSeries:
     """The docker world's notebooks, run by a separate Python process beside the ci run (each world's notebooks
-    executed once; the two worlds take turns notebook by notebook, $TUTORIAL_SERIES_LOCK).
+    executed once, the two at the same time). It checks the docker path's commands, configs and control flow, not
+    speed: it runs at a lower CPU priority (nice 5) and with one PyTorch/OpenMP thread, so that on two cores the ci
+    run, whose numbers the tests read, is not starved (2026-12-02: beside the docker world at full priority, the ci
+    run's notebook 11 saw 2-11 infer/s and no stable level).
     Its exit status lands in <run>/exit_status, so another xdist worker can wait for it too (`attach`)."""
 
     def __init__(self, run_dir: Path, start: bool = True, reuse: dict | None = None):
@@ -178,9 +174,9 @@ class BackgroundSeries:
                 dict(run_dir=str(run_dir), profile="docker-ci", only=DOCKER_NOTEBOOKS, overrides=folders)]
         env = {**os.environ, "PATH": f"{FAKE_DOCKER}{os.pathsep}{os.environ['PATH']}", "FAKE_DOCKER_PYTHON": sys.executable,
                "FAKE_DOCKER_STATE": str(run_dir / "docker-state"), "FAKE_DOCKER_LOG": str(run_dir / "docker.jsonl"),
-               "TUTORIAL_NGC_TAG": DOCKER_TAG, "TUTORIAL_TEST_ID": DOCKER_RUN_TAG}
+               "TUTORIAL_NGC_TAG": DOCKER_TAG, "TUTORIAL_TEST_ID": DOCKER_RUN_TAG, "OMP_NUM_THREADS": "1"}
         with open(self.console, "w") as out:
-            self.proc = subprocess.Popen([sys.executable, "-c", _SERIES, json.dumps(runs), str(self.status),
+            self.proc = subprocess.Popen([*DOCKER_WORLD_NICE, sys.executable, "-c", _SERIES, json.dumps(runs), str(self.status),
                                           json.dumps(reuse)], env=env,
                                          cwd=run_dir, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 

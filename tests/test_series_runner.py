@@ -2,10 +2,7 @@
 the rest skipped or run as the profile says, and a closing table against the recorded times."""
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-from datetime import datetime
 
 import nbformat
 import pytest
@@ -32,12 +29,6 @@ def short_notebooks(tmp_path):
     _notebook(folder, "02_fails", "x = 1\nraise ValueError('boom: the knob had no stable setting')")
     _notebook(folder, "03_after", "print('after')")
     return folder
-
-
-@pytest.fixture(autouse=True)
-def own_turn(monkeypatch):
-    """These notebooks measure nothing: they need not wait for the turn of the session's measuring series."""
-    monkeypatch.delenv("TUTORIAL_SERIES_LOCK", raising=False)
 
 
 def _lines(text: str) -> list[str]:
@@ -95,27 +86,3 @@ def test_every_profile_names_recorded_runs_that_exist():
     for profile in ("ci", "gpu-local"):
         times = series.recorded_seconds(profile)
         assert times and set(times) <= {nb.stem for nb in series.notebooks()}, profile
-
-
-def test_two_series_with_one_lock_take_turns_notebook_by_notebook(short_notebooks, tmp_path):
-    """The tests' two worlds share two cores: with one lock file their notebooks never execute at the same time, and
-    the time a series waited for its turn is not counted as its notebook's."""
-    quick = short_notebooks / "01_quick.ipynb"
-    script = ("import sys; from pathlib import Path; from helpers import series\n"
-              "series.run_series(sys.argv[1], paths=[Path(sys.argv[2])], overrides={'seconds': 2.0},"
-              " one_at_a_time=sys.argv[3])")
-    runs = [tmp_path / "a", tmp_path / "b"]
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(run), str(quick), str(tmp_path / "turns.lock")],
-                              cwd=series.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for run in runs]
-    outs = [proc.communicate(timeout=180)[0] for proc in procs]
-    assert [proc.returncode for proc in procs] == [0, 0], outs
-    spans = []
-    for run in runs:
-        meta = json.loads((run / "01_quick.ipynb").read_text())["metadata"]["papermill"]
-        spans.append((datetime.fromisoformat(meta["start_time"]), datetime.fromisoformat(meta["end_time"])))
-    first, second = sorted(spans)
-    assert first[1] <= second[0], f"the two notebooks overlapped: {spans}"
-    took = [float(line.split("|")[3]) for run in runs for line in (run / "report.md").read_text().splitlines()
-            if line.startswith("| 01_quick")]
-    assert max(took) < (second[1] - first[0]).total_seconds(), (took, spans)  # the waiting one did not count its wait
