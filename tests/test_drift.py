@@ -36,7 +36,9 @@ def helper_commands() -> list[list[str]]:
                                                            batches=(1, 8, 32)), ROOT / "build" / "keras"),
         convert.in_tensorrt_container(convert.trtexec_args("model.onnx", "model.plan", "INPUT__0", (3, 224, 224),
                                                            batches=(1, 8, 64)), ROOT / "build" / "resnet18"),
-        TritonServer(ROOT / "models", RuntimeChoice("docker", "shown"), models=["resnet50_onnx"]).command(),
+        # the default ports, asked for: while another test's server holds 8000, the helper picks the next free ones
+        TritonServer(ROOT / "models", RuntimeChoice("docker", "shown"), models=["resnet50_onnx"],
+                     http_port=8000, grpc_port=8001, metrics_port=8002).command(),
         perf.level_command("resnet18_pytorch", "127.0.0.1:8001", ROOT / "runs" / "latest" / "perf" / "11_baseline_c1.csv",
                            ngc.NGC_TAG, **_first_level("11_baseline_benchmark"))[0],
     ]
