@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import random
 import socket
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -15,8 +16,29 @@ from .pyenv import environment_problem
 from .standin import Served, prepare_served_repository
 
 
+def outgoing_ports() -> range:
+    """The ports the kernel hands to outgoing connections (Linux's ip_local_port_range; its default elsewhere)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def free_port(host: str = "127.0.0.1", avoid: Collection[int] = ()) -> int:
-    """A TCP port nobody listens on right now, other than those in `avoid`."""
+    """A TCP port nobody listens on right now, other than those in `avoid`, below the range of outgoing connections'
+    ports where there is room: a port from that range can be taken by any client's connection before the server
+    binds it (2026-12-02, CI: a port picked this way was taken before Triton bound it)."""
+    outgoing = outgoing_ports()
+    if outgoing.start > 11000:
+        for port in random.Random().sample(range(10000, outgoing.start), 200):
+            if port not in avoid:
+                with socket.socket() as s:
+                    try:
+                        s.bind((host, port))
+                    except OSError:  # in use: try another
+                        continue
+                    return port
     held: list[socket.socket] = []
     try:  # the ports in `avoid` are free too, so the kernel may hand one out again: hold it and ask once more
         while True:

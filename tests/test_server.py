@@ -179,6 +179,27 @@ def test_busy_port_is_reported_before_starting(tmp_path, tiny_repo):
             server.start()
 
 
+def test_picked_ports_are_free_and_outside_the_range_of_outgoing_connections(monkeypatch):
+    """A port from the kernel's range for outgoing connections can be taken by any client before the server binds it;
+    where the range leaves room below it, free_port picks from there, never a port in `avoid` or one in use."""
+    from helpers import launchers
+
+    outgoing = launchers.outgoing_ports()
+    assert outgoing.start > 11000, f"this machine's range of outgoing ports starts at {outgoing.start}"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        picked = [launchers.free_port() for _ in range(50)]
+        avoided = launchers.free_port(avoid=picked)
+    assert all(10000 <= port < outgoing.start for port in picked + [avoided]), picked
+    assert avoided not in picked
+    for port in picked[:5]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # free: it binds
+    monkeypatch.setattr(launchers, "outgoing_ports", lambda: range(1024, 65536))  # no room below: the kernel picks
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", launchers.free_port()))
+
+
 def test_a_picked_port_taken_before_start_is_picked_again(tmp_path, tiny_repo):
     """Two worlds of CI on one machine: 11's server picked 8001 when it was made, another test's server took 8001
     before 11 started, and start() refused (the port was picked, not asked for): it picks again now."""
@@ -210,6 +231,7 @@ def test_picked_ports_are_distinct_when_the_os_hands_one_out_twice(tiny_repo, mo
             pass
 
     monkeypatch.setattr(launchers, "socket", type("module", (), {"socket": Socket}))
+    monkeypatch.setattr(launchers, "outgoing_ports", lambda: range(1024, 65536))  # no room below it: bind(0) picks
     server = TritonServer(tiny_repo, "local")
     assert (server.http_port, server.grpc_port, server.metrics_port) == (41000, 41001, 41002)
 
