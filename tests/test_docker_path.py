@@ -115,7 +115,7 @@ def test_perf_analyzer_csv_comes_back_from_the_sdk_container(fake_docker, tiny_r
     with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:  # 8001 only when free: ask the server
         table = perf.run("tiny", server.grpc_url, tmp_path / "perf" / "tiny.csv", concurrency="1:2:1",
                          docker_tag=ngc.NGC_TAG, measurement_interval_ms=600, max_trials=5,
-                         stability_percentage=100, progress=False)
+                         stability_percentage=500, progress=False)  # the CSV's way back, not stability (CI: 2 busy cores)
     sdk_runs = [c for c in calls(fake_docker) if c[0] == "run" and ngc.image("sdk") in c]
     assert len(sdk_runs) == 2 and all(f"{(tmp_path / 'perf').resolve()}:/results" in c for c in sdk_runs)
     assert list(table["concurrency"]) == [1, 2] and (table["throughput"] > 0).all()
@@ -404,7 +404,7 @@ def test_shared_memory_needs_the_hosts_ipc_on_both_sides(fake_docker, tiny_repo,
     ngc.ensure_image(ngc.image("sdk"))
     with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
         args = perf.perf_args("tiny", server.grpc_url, concurrency="1", measurement_interval_ms=600, max_trials=5,
-                              stability_percentage=100, shared_memory="system", csv_file="/results/t.csv")
+                              stability_percentage=500, shared_memory="system", csv_file="/results/t.csv")
         cmd = perf.docker_command(args, results_dir=tmp_path)
         dropped = [a for a in cmd if a != "--ipc=host"]
         refused = subprocess.run(dropped, capture_output=True, text=True)
