@@ -31,7 +31,7 @@ def free_port(host: str = "127.0.0.1", avoid: Collection[int] = ()) -> int:
     binds it (2026-12-02, CI: a port picked this way was taken before Triton bound it)."""
     outgoing = outgoing_ports()
     if outgoing.start > 11000:
-        for port in random.Random().sample(range(10000, outgoing.start), 200):
+        for port in random.sample(range(10000, outgoing.start), 200):
             if port not in avoid:
                 with socket.socket() as s:
                     try:
