@@ -45,9 +45,14 @@ def keras_resnet50(weights: str = "auto", seed: int = 0):
     return keras.applications.ResNet50(weights="imagenet" if used == "imagenet" else None), used
 
 
+CATCH_ERRORS_VARIABLE = "TF2ONNX_CATCH_ERRORS"
+
+
 def keras_to_onnx(model, path: str | Path, *, batch_size: int | None = None, input_name: str = "input_1",
-                  opset: int = 17) -> Path:
-    """Export a Keras model with tf2onnx's Python API; batch_size None keeps the batch dimension dynamic."""
+                  opset: int = 17, catch_errors: bool = True) -> Path:
+    """Export a Keras model with tf2onnx's Python API; batch_size None keeps the batch dimension dynamic.
+    catch_errors=False exports with TF2ONNX_CATCH_ERRORS=false: no copy of the graph before each optimizer pass, and
+    a pass that fails stops the export instead of being skipped."""
     import tensorflow as tf
     import tf2onnx
 
@@ -55,8 +60,16 @@ def keras_to_onnx(model, path: str | Path, *, batch_size: int | None = None, inp
     path.parent.mkdir(parents=True, exist_ok=True)
     shape = (batch_size, *model.inputs[0].shape[1:])
     spec = (tf.TensorSpec(shape, tf.float32, name=input_name),)
+    before = os.environ.pop(CATCH_ERRORS_VARIABLE, None)
+    if not catch_errors:  # unset, tf2onnx catches; set, 1.17 reads any value as false (it upper-cases the name)
+        os.environ[CATCH_ERRORS_VARIABLE] = "false"
     start = time.perf_counter()
-    tf2onnx.convert.from_keras(model, input_signature=spec, opset=opset, output_path=str(path))
+    try:
+        tf2onnx.convert.from_keras(model, input_signature=spec, opset=opset, output_path=str(path))
+    finally:
+        os.environ.pop(CATCH_ERRORS_VARIABLE, None)
+        if before is not None:
+            os.environ[CATCH_ERRORS_VARIABLE] = before
     print(f"tf2onnx wrote {path} ({path.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - start:.0f} s")
     return path
 

@@ -147,13 +147,15 @@ def _cpu_seconds(procs: list[psutil.Process], seen: dict[int, float]) -> float:
     return sum(seen.values())
 
 
-def _watched_processes(root: psutil.Process, marker: str) -> list[psutil.Process]:
-    """The command's process tree, and a perf_analyzer running in a container (visible on the host, not a child of
-    the `docker` CLI) whose command line names `marker`."""
+def _watched_processes(root: psutil.Process, marker: str, container: bool = True) -> list[psutil.Process]:
+    """The command's process tree, and with `container`, a perf_analyzer running in a container (visible on the host,
+    not a child of the `docker` CLI) whose command line names `marker` (a scan of every process: done only then)."""
     try:
         procs = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
         procs = []
+    if not container:
+        return procs
     pids = {p.pid for p in procs}
     for proc in psutil.process_iter(["name", "cmdline"]):
         if proc.pid not in pids and proc.info["name"] == "perf_analyzer" and marker in " ".join(proc.info["cmdline"] or []):
@@ -197,7 +199,7 @@ def watch(command: list[str], env: dict[str, str], *, marker: str, limit_gb: flo
         root, started, trace, stopped, cpu = psutil.Process(proc.pid), time.monotonic(), [], "", {}
         try:
             while proc.poll() is None:
-                procs = _watched_processes(root, marker)
+                procs = _watched_processes(root, marker, container)
                 # perf_analyzer's own memory (in a container: not the docker CLI's, nor the reaper's)
                 mb = _tree_rss([p for p in procs if _named(p, "perf_analyzer")] if container else procs)
                 _cpu_seconds(procs, cpu)

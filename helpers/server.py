@@ -26,6 +26,8 @@ from .preflight import check_repository, model_folders
 from .runtime import RuntimeChoice, choose_runtime
 from .standin import Served
 
+READY_POLL_S = 0.1  # how often a starting server is asked whether it is ready (a ResNet18 loads in about 1 s on 2 cores)
+
 
 def model_table(log_text: str) -> str:
     """Triton's own startup lines about its models: each "loading" / "successfully loaded" / failure line, then the
@@ -245,7 +247,7 @@ class TritonServer:
             try:
                 status, body = _http("POST", f"http://{self.url}/v2/repository/index")
             except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-                time.sleep(0.5)
+                time.sleep(READY_POLL_S)
                 continue
             if status == 200:
                 index = {m["name"]: m for m in json.loads(body) if m["name"] in wanted}
@@ -256,7 +258,7 @@ class TritonServer:
                 if expected <= {n for n, m in index.items() if m.get("state") == "READY"}:
                     if _http("GET", f"http://{self.url}/v2/health/ready")[0] == 200:
                         return
-            time.sleep(0.5)
+            time.sleep(READY_POLL_S)
         raise ServerError(f"server not ready after {self.startup_timeout:.0f} s\n{self.log_tail()}")
 
     def _models_still_loading(self) -> list[str]:

@@ -86,3 +86,30 @@ def test_every_profile_names_recorded_runs_that_exist():
     for profile in ("ci", "gpu-local"):
         times = series.recorded_seconds(profile)
         assert times and set(times) <= {nb.stem for nb in series.notebooks()}, profile
+
+
+def test_each_notebook_gets_a_fresh_kernel_started_while_the_one_before_runs(tmp_path, capfd):
+    import json
+
+    import psutil
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    probe = ("import json, os, time, psutil\n"
+             "print(json.dumps({'pid': os.getpid(), 'inherited': 'x' in globals(),\n"
+             "                  'siblings': [p.pid for p in psutil.Process(os.getppid()).children()]}))")
+    _notebook(folder, "01_first", "x = 1", probe)
+    _notebook(folder, "02_second", probe)
+    _notebook(folder, "03_fails", probe, "raise ValueError('stop here')")
+    _notebook(folder, "04_skipped", probe)  # its kernel is started while 03 runs, then stopped unused
+    run = tmp_path / "run"
+    with pytest.raises(series.SeriesFailed, match="03_fails"):
+        series.run_series(run, paths=sorted(folder.glob("*.ipynb")), stream=sys.stdout)
+    seen = [json.loads(next(c for c in nbformat.read(str(run / f"{name}.ipynb"), as_version=4).cells
+                            if c.source == probe).outputs[0].text) for name in ("01_first", "02_second", "03_fails")]
+    assert len({s["pid"] for s in seen}) == 3  # fresh kernels: 01 defined x, the next two do not see it
+    assert [s["inherited"] for s in seen] == [True, False, False]
+    assert seen[1]["pid"] in seen[0]["siblings"] and seen[2]["pid"] in seen[1]["siblings"]  # each started ahead
+    assert not [p for p in (s["pid"] for s in seen) if psutil.pid_exists(p)]  # all exited and reaped
+    assert psutil.Process().children(recursive=True) == []  # 04's kernel too
+    assert "04_skipped skipped" in capfd.readouterr().out

@@ -72,13 +72,14 @@ def tiny_server(tmp_path_factory):
     config = repository.config_from_onnx("tiny", onnx, max_batch_size=8, preferred_batch_sizes=[4],
                                          max_queue_delay_us=100)
     repository.add_model(folder / "models", config, onnx)
-    with tagged("shared-tiny-server"):  # its processes told apart from each test's own
+    tag = f"shared-tiny-server-{os.getpid()}"  # one per pytest worker: each worker has its own
+    with tagged(tag):  # its processes told apart from each test's own
         server = TritonServer(folder / "models", "local").start()
     try:
         yield server
     finally:
         server.stop()
-    assert not triton_processes(tag="shared-tiny-server"), "the shared server left a process running"
+    assert not triton_processes(tag=tag), "the shared server left a process running"
 
 
 def test_client_refuses_bad_requests_with_what_was_expected(tiny_server):
