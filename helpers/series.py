@@ -228,8 +228,16 @@ class _Kernels:
 
     def release(self, km) -> None:
         """Close the clients of a used kernel and ask it to shut down; it exits on its own while the next runs."""
-        from jupyter_core.utils import run_sync
+        import asyncio
 
+        from jupyter_core.utils import ensure_event_loop, run_sync
+
+        loop = ensure_event_loop()
+        left = asyncio.all_tasks(loop)  # an interrupted cell's execution and polling: ended, their errors collected
+        for task in left:
+            task.cancel()
+        if left:
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
         for made in getattr(km, "clients", []):
             made.stop_channels()
         if run_sync(km.is_alive)():

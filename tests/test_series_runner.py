@@ -128,3 +128,39 @@ def _kernels_of_this_process() -> set[int]:
         except psutil.NoSuchProcess:
             continue
     return found
+
+
+def test_ctrl_c_ends_the_run_and_every_kernel_it_started(tmp_path):
+    """Ctrl-C during a notebook: the line says interrupted, the report says how far the run got, and neither the
+    running kernel nor the one started ahead for the next notebook is left (kernels run in sessions of their own)."""
+    import json
+    import signal
+    import subprocess
+    import time
+
+    import psutil
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    marker = tmp_path / "started.json"
+    _notebook(folder, "01_long", "import json, os, time, psutil\n"
+              f"open({str(marker)!r}, 'w').write(json.dumps([p.pid for p in psutil.Process(os.getppid()).children()]))\n"
+              "time.sleep(60)")
+    _notebook(folder, "02_next", "print('never')")
+    script = ("import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+              f"sys.path.insert(0, {str(series.ROOT)!r})\nfrom pathlib import Path\nfrom helpers import series\n"
+              f"series.run_series({str(tmp_path / 'run')!r}, paths=sorted(Path({str(folder)!r}).glob('*.ipynb')))\n")
+    runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline and runner.poll() is None:
+        time.sleep(0.1)
+    kernels = json.loads(marker.read_text())
+    assert len(kernels) == 2  # the running one and the next one's, started ahead
+    runner.send_signal(signal.SIGINT)
+    out, err = runner.communicate(timeout=30)
+    assert runner.returncode != 0 and "KeyboardInterrupt" in err
+    assert "01_long" in out and "interrupted" in out and "02_next" not in out
+    assert "| 01_long | interrupted |" in (tmp_path / "run" / "report.md").read_text()
+    assert "Task exception was never retrieved" not in err
+    time.sleep(0.5)
+    assert [pid for pid in kernels if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE] == []
