@@ -204,27 +204,44 @@ class _Kernels:
     """Each notebook's own fresh kernel, started while the notebook before it runs and left to exit while the next
     one runs: a kernel's start (about 1.5 s on 2 cores) and a TensorFlow or PyTorch kernel's exit (1.4-2 s) overlap
     the work of a neighbour instead of adding to the series' time. Both fall in a notebook's first seconds (its
-    imports), not in its measurements."""
+    imports), not in its measurements. Each start and shutdown request is a line of the run's log."""
 
-    def __init__(self, manager: type, kernel: str):
-        self.manager, self.kernel = manager, kernel
+    def __init__(self, manager: type, kernel: str, log: Path):
+        self.manager, self.kernel, self.log = manager, kernel, log
         self.ahead: dict[Path, object] = {}  # started, not yet used
         self.exiting: list = []  # asked to shut down, not yet reaped
+
+    def _say(self, line: str) -> None:
+        with open(self.log, "a") as handle:
+            handle.write(f"-- {line}\n")
 
     def _start(self, nb: Path):
         from jupyter_core.utils import run_sync
 
         km = self.manager(kernel_name=self.kernel)
-        # as nbclient starts a kernel: in the notebook's folder, IPython's history in memory (two kernels at once)
-        run_sync(km.start_kernel)(cwd=str(nb.parent), extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        try:
+            # as nbclient starts one: in the notebook's folder, IPython's history in memory (two kernels at once)
+            run_sync(km.start_kernel)(cwd=str(nb.parent), extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        except BaseException:
+            run_sync(km.shutdown_kernel)(now=True)  # a launched process, its files and socket folder: gone
+            raise
+        self._say(f"kernel {km.provisioner.process.pid} started for {nb.name}")
         return km
 
-    def take(self, nb: Path, following: Path | None):
-        """The kernel for `nb` (started earlier, or now), after starting the one for `following`."""
-        km = self.ahead.pop(nb, None) or self._start(nb)
-        if following is not None and following not in self.ahead:
+    def take(self, nb: Path):
+        """The kernel for `nb`: the one started ahead, or a new one."""
+        return self.ahead.pop(nb, None) or self._start(nb)
+
+    def prefetch(self, following: Path) -> None:
+        """Start the kernel of the notebook that runs next; if it cannot start, that notebook tries again (and
+        fails there, with the error)."""
+        if following in self.ahead:
+            return
+        try:
             self.ahead[following] = self._start(following)
-        return km
+        except Exception as error:
+            self._say(f"the kernel for {following.name} did not start ahead ({type(error).__name__}: {error}); "
+                      "it is started again when its turn comes")
 
     def release(self, km) -> None:
         """Close the clients of a used kernel and ask it to shut down; it exits on its own while the next runs."""
@@ -232,36 +249,45 @@ class _Kernels:
 
         from jupyter_core.utils import ensure_event_loop, run_sync
 
-        loop = ensure_event_loop()
-        left = asyncio.all_tasks(loop)  # an interrupted cell's execution and polling: ended, their errors collected
-        for task in left:
-            task.cancel()
-        if left:
-            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # none running here, so jupyter_core's loop for this thread is the runner's own
+            loop = ensure_event_loop()
+            left = asyncio.all_tasks(loop)  # an interrupted cell's execution and polling: ended, errors collected
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
         for made in getattr(km, "clients", []):
             made.stop_channels()
+        self.exiting.append(km)
         if run_sync(km.is_alive)():
             run_sync(km.interrupt_kernel)()  # as jupyter_client's shutdown does: a cell still running (Ctrl-C) stops
             run_sync(km.request_shutdown)()
-        self.exiting.append(km)
+            self._say(f"kernel {km.provisioner.process.pid} asked to shut down")
 
-    def reap(self) -> None:
-        """Wait for the kernels asked to shut down (signals after jupyter_client's grace time) and remove their files."""
+    def reap(self, but=None) -> None:
+        """Wait for the kernels asked to shut down, all `but` one (signals after jupyter_client's grace time), and
+        remove their files."""
         from jupyter_core.utils import run_sync
 
-        while self.exiting:
-            km = self.exiting.pop(0)
-            run_sync(km.finish_shutdown)()
-            run_sync(km.cleanup_resources)()
+        for km in [k for k in self.exiting if k is not but]:
+            self.exiting.remove(km)
+            try:
+                run_sync(km.finish_shutdown)()
+            finally:
+                run_sync(km.cleanup_resources)()
 
     def close(self) -> None:
         """Stop every kernel started ahead and not used, and reap the exiting ones."""
         from jupyter_core.utils import run_sync
 
-        while self.ahead:
-            _, km = self.ahead.popitem()
-            run_sync(km.shutdown_kernel)(now=True)
-        self.reap()
+        try:
+            while self.ahead:
+                _, km = self.ahead.popitem()
+                run_sync(km.shutdown_kernel)(now=True)
+        finally:
+            self.reap()
 
 
 class _Line:
@@ -375,7 +401,7 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
             raise ValueError(f"{nb.name} has no parameters {unknown}; its parameters cell declares {sorted(declared)}")
         planned.append((nb, params))
     rows, failed = [], []
-    kernels = _Kernels(_kernel_manager(log), kernel)
+    kernels = _Kernels(_kernel_manager(log), kernel, log)
     try:
         for at, (nb, params) in enumerate(planned):
             row = {"notebook": nb.stem, "expected": expected.get(nb.stem), "seconds": 0.0}
@@ -389,7 +415,9 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
             start = time.monotonic()
             km = None
             try:
-                km = kernels.take(nb, planned[at + 1][0] if at + 1 < len(planned) else None)
+                km = kernels.take(nb)
+                if at + 1 < len(planned):
+                    kernels.prefetch(planned[at + 1][0])
                 papermill.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(nb.parent),
                                            kernel_name=kernel, progress_bar=False, engine_name="tutorial",
                                            on_cell=line.at_cell, km=km)
@@ -407,9 +435,11 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
                 write_report(run_dir, rows)
                 raise
             finally:
-                kernels.reap()  # the previous notebook's kernel, which exited while this one ran
-                if km is not None:
-                    kernels.release(km)
+                try:
+                    if km is not None:
+                        kernels.release(km)
+                finally:
+                    kernels.reap(but=km)  # the previous notebook's, which exited while this one ran
             row.update(status="ok", seconds=time.monotonic() - start)
             rows.append(row)
             hint = "" if row["expected"] is None else f" (recorded: {row['expected']:.0f} s)"

@@ -144,7 +144,8 @@ def test_ctrl_c_ends_the_run_and_every_kernel_it_started(tmp_path):
     folder.mkdir()
     marker = tmp_path / "started.json"
     _notebook(folder, "01_long", "import json, os, time, psutil\n"
-              f"open({str(marker)!r}, 'w').write(json.dumps([p.pid for p in psutil.Process(os.getppid()).children()]))\n"
+              "pids = json.dumps([p.pid for p in psutil.Process(os.getppid()).children()])\n"
+              f"open({str(marker) + '.part'!r}, 'w').write(pids)\nos.replace({str(marker) + '.part'!r}, {str(marker)!r})\n"
               "time.sleep(60)")
     _notebook(folder, "02_next", "print('never')")
     script = ("import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
@@ -154,6 +155,9 @@ def test_ctrl_c_ends_the_run_and_every_kernel_it_started(tmp_path):
     deadline = time.monotonic() + 60
     while not marker.exists() and time.monotonic() < deadline and runner.poll() is None:
         time.sleep(0.1)
+    if not marker.exists():
+        runner.kill()
+        pytest.fail(f"01_long did not start within 60 s (runner exit {runner.poll()}):\n{runner.communicate()[1][-2000:]}")
     kernels = json.loads(marker.read_text())
     assert len(kernels) == 2  # the running one and the next one's, started ahead
     runner.send_signal(signal.SIGINT)
