@@ -51,9 +51,13 @@ class _Chromium:
                                      pass_fds=(3, 4), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(to_chromium)
         os.close(from_chromium)
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        self.call("Page.enable", session=self.session)
+        try:
+            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+            self.call("Page.enable", session=self.session)
+        except BaseException:
+            self.close()  # no browser left behind
+            raise
 
     def _message(self) -> dict:
         while b"\0" not in self._buffer:
