@@ -178,6 +178,7 @@ def _kernel_manager(log: Path) -> type:
         def __init__(self, **kwargs):
             self._sockets = tempfile.mkdtemp(prefix="nb-")  # short: a socket path has at most 107 bytes
             super().__init__(transport="ipc", ip=os.path.join(self._sockets, "k"), **kwargs)
+            self.clients = []  # this kernel's clients, closed when the kernel is let go
 
         async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
             with open(log, "ab") as handle:  # the kernel keeps its own copy of the descriptor
@@ -193,9 +194,8 @@ def _kernel_manager(log: Path) -> type:
 
         def client(self, **kwargs):
             """A client of this kernel, kept so that its channels can be closed when the kernel is let go."""
-            made = super().client(**kwargs)
-            self.clients = [*getattr(self, "clients", []), made]
-            return made
+            self.clients.append(super().client(**kwargs))
+            return self.clients[-1]
 
     return LoggedKernelManager
 
@@ -258,7 +258,7 @@ class _Kernels:
                 task.cancel()
             if left:
                 loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
-        for made in getattr(km, "clients", []):
+        for made in km.clients:
             made.stop_channels()
         self.exiting.append(km)
         if run_sync(km.is_alive)():

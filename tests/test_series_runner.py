@@ -2,9 +2,14 @@
 the rest skipped or run as the profile says, and a closing table against the recorded times."""
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
 import sys
+import time
 
 import nbformat
+import psutil
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -89,10 +94,6 @@ def test_every_profile_names_recorded_runs_that_exist():
 
 
 def test_each_notebook_gets_a_fresh_kernel_started_while_the_one_before_runs(tmp_path, capfd):
-    import json
-
-    import psutil
-
     folder = tmp_path / "notebooks"
     folder.mkdir()
     probe = ("import json, os, time, psutil\n"
@@ -118,8 +119,6 @@ def test_each_notebook_gets_a_fresh_kernel_started_while_the_one_before_runs(tmp
 
 def _kernels_of_this_process() -> set[int]:
     """Kernels this process started (its children running ipykernel), not other children such as a background run."""
-    import psutil
-
     found = set()
     for child in psutil.Process().children():
         try:
@@ -133,13 +132,6 @@ def _kernels_of_this_process() -> set[int]:
 def test_ctrl_c_ends_the_run_and_every_kernel_it_started(tmp_path):
     """Ctrl-C during a notebook: the line says interrupted, the report says how far the run got, and neither the
     running kernel nor the one started ahead for the next notebook is left (kernels run in sessions of their own)."""
-    import json
-    import signal
-    import subprocess
-    import time
-
-    import psutil
-
     folder = tmp_path / "notebooks"
     folder.mkdir()
     marker = tmp_path / "started.json"
