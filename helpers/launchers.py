@@ -54,10 +54,14 @@ def free_port(host: str = "127.0.0.1", avoid: Collection[int] = ()) -> int:
 
 
 def control_flags(models: Sequence[str] | None, poll_secs: int | None) -> list[str]:
-    """Model-control flags: explicit loading of `models` when given (only what a notebook uses), else poll mode."""
+    """Model-control flags: explicit loading of `models` (only what a notebook uses), or of every model (`*`) when
+    none are named; poll mode only when `poll_secs` asks for it and no models are named. In explicit mode a stop
+    can unload the models first (TritonServer.stop), which poll mode refuses."""
     if models is not None:
         return ["--model-control-mode=explicit", *[f"--load-model={m}" for m in models]]
-    return ["--model-control-mode=poll", f"--repository-poll-secs={poll_secs}"] if poll_secs else []
+    if poll_secs:
+        return ["--model-control-mode=poll", f"--repository-poll-secs={poll_secs}"]
+    return ["--model-control-mode=explicit", "--load-model=*"]
 
 
 class Launcher(Protocol):
@@ -198,7 +202,7 @@ class LocalLauncher:
                 f"--http-port={server.http_port}", f"--grpc-address={server.host}", f"--grpc-port={server.grpc_port}",
                 f"--metrics-address={server.host}", f"--metrics-port={server.metrics_port}",
                 "--exit-on-error=false", "--exit-timeout-secs=10",
-                *control_flags(None, server.poll_secs)]  # the mirror holds only the models asked for
+                *control_flags(None, server.poll_secs)]  # `*`: the mirror holds only the models asked for
 
     def prepare(self, server) -> tuple[list[Served], dict[str, str]]:
         served = prepare_served_repository(server.repository, server.workdir / "models", self.local.backends,

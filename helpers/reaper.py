@@ -5,7 +5,7 @@ milliseconds, without importing the helpers package) runs COMMAND in this proces
 It stops the whole group (the server and every process the server started, such as Triton's Python-backend stubs,
 which ignore SIGTERM and are left behind when Triton exits in the middle of loading a model) when:
   * it receives SIGTERM (a normal stop): SIGTERM to COMMAND, then SIGKILL to whatever is left after --grace seconds;
-  * the process that started it dies (a killed kernel), checked every 0.2 s;
+  * the process that started it dies (a killed kernel), checked every 0.05 s;
   * COMMAND exits on its own: the rest of the group is killed at once.
 Then it runs --on-exit (e.g. `docker rm -f NAME`, for a container the Docker daemon would keep) and exits with
 COMMAND's status. SIGINT is ignored: a Ctrl-C in the notebook interrupts the kernel, which then stops the server.
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             if time.monotonic() - stopping["at"] > args.grace:
                 forced = True
                 break
-        time.sleep(0.2)
+        time.sleep(0.05)  # the server's exit is passed on within 50 ms
     _kill_group(pgid)
     code = child.wait()
     if args.on_exit:

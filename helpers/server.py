@@ -9,9 +9,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Sequence
@@ -27,6 +29,8 @@ from .runtime import RuntimeChoice, choose_runtime
 from .standin import Served
 
 READY_POLL_S = 0.1  # how often a starting server is asked whether it is ready (a ResNet18 loads in about 1 s on 2 cores)
+UNLOAD_POLL_S = 0.02  # how often a stopping server is asked whether its models are unloaded
+UNLOAD_WAIT_S = 10.0  # the longest stop() waits for them before it signals the server all the same
 
 
 def model_table(log_text: str) -> str:
@@ -104,13 +108,14 @@ class TritonServer:
     """A Triton server over a model repository: `with TritonServer(...) as server:` or `.start()` / `.stop()`.
 
     `models` lists the models to load (default: every model in the repository); a model that is not listed is
-    neither loaded nor waited for. Before starting, the repository is checked (helpers.preflight) unless
-    preflight=False. The server runs under helpers.reaper, so nothing outlives the kernel that started it."""
+    neither loaded nor waited for. Models are loaded explicitly (`--model-control-mode=explicit`); poll_secs=N asks
+    for the articles' poll mode instead (only without `models`). Before starting, the repository is checked
+    (helpers.preflight) unless preflight=False. The server runs under helpers.reaper, so nothing outlives the kernel that started it."""
 
     def __init__(self, model_repository: str | Path, runtime: str | RuntimeChoice = "auto", *,
                  models: Sequence[str] | None = None, tag: str = "series", host: str = "127.0.0.1",
                  http_port: int | None = None, grpc_port: int | None = None, metrics_port: int | None = None,
-                 poll_secs: int | None = 30, log_file: str | Path | None = None, startup_timeout: float = 180.0,
+                 poll_secs: int | None = None, log_file: str | Path | None = None, startup_timeout: float = 180.0,
                  gpu: int | str | None = "series", preflight: bool = True, quiet: bool = False):
         self.repository = Path(model_repository).resolve()
         if not self.repository.is_dir():
@@ -129,6 +134,7 @@ class TritonServer:
         self.served: list[Served] = []
         self.version = ""
         self._proc: subprocess.Popen | None = None
+        self._ready = False  # started and answered ready: stop() may ask it to unload its models
 
     @property
     def url(self) -> str:
@@ -184,6 +190,7 @@ class TritonServer:
             try:
                 self._launch()
                 self._wait_ready()
+                self._ready = True
                 break
             except _PortTaken as taken:
                 tail = self.log_tail()  # stop() removes the log with the server's folder
@@ -285,6 +292,7 @@ class TritonServer:
         """Stop the server and every process it started; safe to call twice, and Ctrl-C cannot cut it short."""
         with _NoInterrupt():
             proc, self._proc = self._proc, None
+            ready, self._ready = self._ready, False
             if proc is not None:
                 atexit.unregister(self.stop)
                 close_clients([self.url, self.grpc_url])  # or Triton waits for their open connections (10 s)
@@ -293,6 +301,8 @@ class TritonServer:
                 except psutil.NoSuchProcess:
                     group = []
                 if proc.poll() is None:
+                    if ready:
+                        self._unload_models()
                     proc.terminate()  # the reaper stops the group, and removes the container in docker mode
                     try:
                         proc.wait(timeout)
@@ -308,6 +318,31 @@ class TritonServer:
                 psutil.wait_procs(alive, timeout=5)
             if self.workdir.exists():
                 shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _unload_models(self) -> None:
+        """Unload every loaded model and wait, at most UNLOAD_WAIT_S, until none is left (explicit mode only).
+
+        On its stop signal Triton unloads the models itself, but checks that they are gone only once a second
+        (InferenceServer::Stop), so each stop waited a second more than the unloading took."""
+        if self.poll_secs and self.models is None:  # poll mode refuses unload requests
+            return
+        repository = f"http://{self.url}/v2/repository"
+        busy = ("READY", "LOADING", "UNLOADING")
+        deadline = time.monotonic() + UNLOAD_WAIT_S
+        try:
+            status, body = _http("POST", f"{repository}/index")
+            loaded = {m["name"] for m in json.loads(body) if m.get("state") in busy} if status == 200 else set()
+            for name in sorted(loaded):
+                _http("POST", f"{repository}/models/{urllib.parse.quote(name)}/unload")
+            while loaded and time.monotonic() < deadline:
+                status, body = _http("POST", f"{repository}/index")
+                if status != 200 or not any(m.get("state") in busy for m in json.loads(body)):
+                    return
+                time.sleep(UNLOAD_POLL_S)
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, ValueError) as exc:
+            # a server that does not answer is stopped by its signal all the same
+            print(f"unloading before the stop failed ({exc!r}); stopping the server with its models loaded",
+                  file=sys.stderr)
 
     @property
     def running(self) -> bool:

@@ -32,8 +32,10 @@ def test_server_docker_command_serves_on_localhost_over_the_host_network(tmp_pat
         "nvcr.io/nvidia/tritonserver:24.05-py3",
         "tritonserver", "--model-repository=/models", "--http-address=127.0.0.1", "--http-port=8000",
         "--grpc-address=127.0.0.1", "--grpc-port=8001", "--metrics-address=127.0.0.1", "--metrics-port=8002",
-        "--exit-on-error=false", "--exit-timeout-secs=10", "--model-control-mode=poll", "--repository-poll-secs=30"]
+        "--exit-on-error=false", "--exit-timeout-secs=10", "--model-control-mode=explicit", "--load-model=*"]
     assert "-p" not in server.command()
+    polled = TritonServer(tmp_path / "models", RuntimeChoice("docker", "test"), tag="24.05", poll_secs=30)
+    assert polled.command()[-2:] == ["--model-control-mode=poll", "--repository-poll-secs=30"]  # the articles' way
 
 
 def test_docker_ports_are_the_defaults_when_free_else_free_ones(tmp_path, monkeypatch):

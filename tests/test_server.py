@@ -362,6 +362,19 @@ def test_engine_without_tensorrt_backend_is_listed_not_served(tiny_repo, no_left
         assert tc.connect(server.url).is_model_ready("tiny")
 
 
+def test_stop_unloads_the_models_before_it_signals_the_server(tiny_repo, tmp_path, no_leftovers):
+    """After its stop signal Triton checks only once a second whether its models are gone: stop() unloads them
+    first, so the server's shutdown finds none live at its first check."""
+    log = tmp_path / "triton.log"
+    with TritonServer(tiny_repo, "local", log_file=log) as server:
+        assert server.command()[-2:] == ["--model-control-mode=explicit", "--load-model=*"]
+    text = log.read_text()
+    unloaded, signalled = text.index("successfully unloaded 'tiny'"), text.index("Waiting for in-flight requests")
+    assert unloaded < signalled, text[-3000:]
+    first_check = re.search(r"Found (\d+) live models", text[signalled:])
+    assert first_check and first_check.group(1) == "0", text[signalled:]
+
+
 KERNEL = """
 import faulthandler, os, signal, sys, time
 import psutil
