@@ -1,8 +1,10 @@
 """Run the numbered notebooks with papermill into a run folder, with parameter profiles, and write a short report."""
 from __future__ import annotations
 
+import ast
 import json
 import os
+import queue
 import re
 import shutil
 import sys
@@ -200,15 +202,59 @@ def _kernel_manager(log: Path) -> type:
     return LoggedKernelManager
 
 
+def leading_imports(nb: str | Path) -> list[str]:
+    """The import statements a notebook begins with (its parameters cells skipped), up to its first other statement:
+    run earlier, they do what they would do at the top of the notebook, since nothing before them can change them."""
+    found = []
+    for cell in json.loads(Path(nb).read_text())["cells"]:
+        if cell["cell_type"] != "code" or {"parameters", "injected-parameters"} & set(cell["metadata"].get("tags", [])):
+            continue
+        try:
+            body = ast.parse("".join(cell["source"])).body
+        except SyntaxError:  # IPython's own syntax (a magic or a shell line): not plain Python, so not run ahead
+            return found
+        for statement in body:
+            plain = isinstance(statement, ast.Import) or (
+                isinstance(statement, ast.ImportFrom) and not statement.level and statement.module != "__future__"
+                and all(alias.name != "*" for alias in statement.names))
+            if not plain:
+                return found
+            found.append(ast.unparse(statement))
+    return found
+
+
+def warm_up_code(statements: list[str]) -> str:
+    """The statements inside a function that is called and deleted: the modules are loaded, no name is left."""
+    body = "\n".join(f"    {line}" for line in statements)
+    return f"def _series_warm_up():\n{body}\n\n\n_series_warm_up()\ndel _series_warm_up\n"
+
+
+def _ran_for(reply: dict | None) -> str:
+    """"ran in N s, " from an execute reply (ipykernel's `started` metadata to the reply's date), else ""."""
+    from datetime import datetime
+
+    started = (reply or {}).get("metadata", {}).get("started")
+    ended = (reply or {}).get("header", {}).get("date")
+    if not isinstance(started, str) or not isinstance(ended, datetime):
+        return ""
+    return f"ran in {(ended - datetime.fromisoformat(started)).total_seconds():.1f} s, "
+
+
+WARM_UP_TIMEOUT_S = 300.0  # the longest a notebook waits for its kernel's imports to finish before it takes a fresh one
+
+
 class _Kernels:
     """Each notebook's own fresh kernel, started while the notebook before it runs and left to exit while the next
     one runs: a kernel's start (about 1.5 s on 2 cores) and a TensorFlow or PyTorch kernel's exit (1.4-2 s) overlap
-    the work of a neighbour instead of adding to the series' time. Both fall in a notebook's first seconds (its
-    imports), not in its measurements. Each start and shutdown request is a line of the run's log."""
+    the work of a neighbour instead of adding to the series' time. A kernel started ahead also runs the import
+    statements its notebook begins with (leading_imports; TensorFlow alone takes 12 s here): they run while the
+    notebook before it does its own first seconds (its imports), not its measurements. If they fail, the notebook gets
+    a fresh kernel and meets the error itself. Each start, warm-up and shutdown request is a line of the run's log."""
 
     def __init__(self, manager: type, kernel: str, log: Path):
         self.manager, self.kernel, self.log = manager, kernel, log
         self.ahead: dict[Path, object] = {}  # started, not yet used
+        self.warming: dict[Path, tuple] = {}  # a kernel started ahead, running its imports: (client, request id)
         self.exiting: list = []  # asked to shut down, not yet reaped
 
     def _say(self, line: str) -> None:
@@ -229,19 +275,90 @@ class _Kernels:
         return km
 
     def take(self, nb: Path):
-        """The kernel for `nb`: the one started ahead, or a new one."""
-        return self.ahead.pop(nb, None) or self._start(nb)
+        """The kernel for `nb`: the one started ahead once its imports are done, or a new one."""
+        from jupyter_core.utils import run_sync
+
+        km = self.ahead.pop(nb, None)
+        if km is None:
+            return self._start(nb)
+        try:
+            warmed = self._warmed(km, nb) if nb in self.warming else True
+        except BaseException:  # Ctrl-C while waiting: this kernel is in no list the runner cleans up
+            run_sync(km.shutdown_kernel)(now=True)
+            raise
+        if warmed:
+            return km
+        run_sync(km.shutdown_kernel)(now=True)
+        return self._start(nb)
 
     def prefetch(self, following: Path) -> None:
-        """Start the kernel of the notebook that runs next; if it cannot start, that notebook tries again (and
-        fails there, with the error)."""
+        """Start the kernel of the notebook that runs next and send it that notebook's leading imports; if it cannot
+        start, that notebook tries again (and fails there, with the error)."""
         if following in self.ahead:
             return
         try:
-            self.ahead[following] = self._start(following)
+            self.ahead[following] = km = self._start(following)
         except Exception as error:
             self._say(f"the kernel for {following.name} did not start ahead ({type(error).__name__}: {error}); "
                       "it is started again when its turn comes")
+            return
+        statements = leading_imports(following)
+        if statements:
+            client = km.client()
+            client.start_channels()
+            request = client.execute(warm_up_code(statements), silent=True, store_history=False, allow_stdin=False)
+            self.warming[following] = (client, request)
+            self._say(f"kernel {km.provisioner.process.pid} runs the {len(statements)} import statements "
+                      f"{following.name} begins with")
+
+    def _warmed(self, km, nb: Path) -> bool:
+        """Wait for the imports sent ahead to `nb`'s kernel; whether they ran (else the kernel is not to be used)."""
+        from jupyter_core.utils import run_sync
+
+        client, request = self.warming.pop(nb)
+        pid, waiting, reply = km.provisioner.process.pid, time.monotonic(), None
+        try:
+            while reply is None and time.monotonic() - waiting < WARM_UP_TIMEOUT_S and run_sync(km.is_alive)():
+                try:
+                    message = run_sync(client.get_shell_msg)(timeout=1.0)
+                except queue.Empty:
+                    continue
+                if message["parent_header"].get("msg_id") == request:  # the reply to this request, not another
+                    reply = message
+            output = self._output_of(client, request) if reply is not None else ""
+        finally:
+            client.stop_channels()
+        took = f"{_ran_for(reply)}{time.monotonic() - waiting:.1f} s waited for them"
+        reply = reply["content"] if reply is not None else None
+        if reply is not None and reply["status"] == "ok":
+            self._say(f"kernel {pid}: {nb.name}'s imports ran ahead ({took})" + (f"; they printed:\n{output}" if output else ""))
+            return True
+        why = (f"{reply.get('ename')}: {reply.get('evalue')}" if reply is not None else
+               "no reply" if run_sync(km.is_alive)() else "the kernel died")
+        self._say(f"kernel {pid}: {nb.name}'s imports ahead failed ({why}, {took}); a fresh kernel runs the notebook")
+        return False
+
+    @staticmethod
+    def _output_of(client, request: str, timeout: float = 2.0) -> str:
+        """What a request printed (its stream and error messages), up to the kernel's idle status for it."""
+        from jupyter_core.utils import run_sync
+
+        texts, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                message = run_sync(client.get_iopub_msg)(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                break
+            if message["parent_header"].get("msg_id") != request:
+                continue
+            content = message["content"]
+            if message["msg_type"] == "stream":
+                texts.append(content["text"])
+            elif message["msg_type"] == "error":
+                texts.append("\n".join(content.get("traceback", [])))
+            elif message["msg_type"] == "status" and content.get("execution_state") == "idle":
+                break
+        return "".join(texts).rstrip()
 
     def release(self, km) -> None:
         """Close the clients of a used kernel and ask it to shut down; it exits on its own while the next runs."""
@@ -284,7 +401,9 @@ class _Kernels:
 
         try:
             while self.ahead:
-                _, km = self.ahead.popitem()
+                nb, km = self.ahead.popitem()
+                if nb in self.warming:
+                    self.warming.pop(nb)[0].stop_channels()
                 run_sync(km.shutdown_kernel)(now=True)
         finally:
             self.reap()

@@ -160,3 +160,54 @@ def test_ctrl_c_ends_the_run_and_every_kernel_it_started(tmp_path):
     assert "Task exception was never retrieved" not in err
     time.sleep(0.5)
     assert [pid for pid in kernels if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE] == []
+
+
+def test_leading_imports_stop_at_the_first_other_statement(tmp_path):
+    _notebook(tmp_path, "01_imports", "import os\nfrom pathlib import Path as P", "import json\nx = 1\nimport sys",
+              "import re")
+    assert series.leading_imports(tmp_path / "01_imports.ipynb") == ["import os", "from pathlib import Path as P",
+                                                                     "import json"]
+    _notebook(tmp_path, "02_magic", "import os\n%matplotlib inline\nimport re")
+    _notebook(tmp_path, "03_star", "import os\nfrom os.path import *\nimport re")
+    _notebook(tmp_path, "04_none", "print('no imports first')\nimport os")
+    assert [series.leading_imports(tmp_path / f"{n}.ipynb") for n in ("02_magic", "03_star", "04_none")] == [[], ["import os"], []]
+
+
+def test_a_notebooks_leading_imports_run_in_its_kernel_while_the_one_before_runs(tmp_path):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    (folder / "slowmod.py").write_text("import time\ntime.sleep(2)\nFINISHED = time.time()\nprint('slowmod loaded')\n")
+    (folder / "envmod.py").write_text("import os\nSEEN = os.environ.get('SET_BY_THE_NOTEBOOK')\n")
+    _notebook(folder, "01_first", "import json, time\ntime.sleep(4)\nprint(json.dumps({'end': time.time()}))")
+    _notebook(folder, "02_second", "import slowmod\nimport os\nos.environ['SET_BY_THE_NOTEBOOK'] = 'yes'\nimport envmod",
+              "import json\nprint(json.dumps({'finished': slowmod.FINISHED, 'env': envmod.SEEN,\n"
+              "                  'left': '_series_warm_up' in globals()}))")
+    run = tmp_path / "run"
+    series.run_series(run, paths=sorted(folder.glob("*.ipynb")), stream=sys.stdout)
+    first = nbformat.read(str(run / "01_first.ipynb"), as_version=4)
+    second = nbformat.read(str(run / "02_second.ipynb"), as_version=4)
+    end = json.loads(first.cells[-1].outputs[0].text)["end"]
+    seen = json.loads(second.cells[-1].outputs[0].text)
+    assert seen["finished"] < end  # imported while 01 still ran
+    assert seen["env"] == "yes"  # the import after another statement ran in its turn, not ahead
+    assert seen["left"] is False
+    assert [c.execution_count for c in second.cells if c.cell_type == "code"] == [1, 2, 3, 4]  # the warm-up is not one
+    log = (run / "logs" / "series.log").read_text()
+    assert "runs the 2 import statements 02_second.ipynb begins with" in log
+    assert "02_second.ipynb's imports ran ahead" in log and "they printed:\nslowmod loaded" in log
+
+
+def test_imports_that_fail_ahead_leave_the_notebook_a_fresh_kernel_and_its_own_error(tmp_path, capfd):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    _notebook(folder, "01_first", "x = 1")
+    _notebook(folder, "02_missing", "import module_that_is_not_installed")
+    run = tmp_path / "run"
+    before = _kernels_of_this_process()
+    with pytest.raises(series.SeriesFailed, match="02_missing"):
+        series.run_series(run, paths=sorted(folder.glob("*.ipynb")), stream=sys.stdout)
+    out = capfd.readouterr().out
+    assert "ModuleNotFoundError: No module named 'module_that_is_not_installed'" in out  # met in the notebook's cell
+    log = (run / "logs" / "series.log").read_text()
+    assert "02_missing.ipynb's imports ahead failed (ModuleNotFoundError" in log and "a fresh kernel runs" in log
+    assert _kernels_of_this_process() == before
