@@ -275,20 +275,15 @@ class _Kernels:
         return km
 
     def take(self, nb: Path):
-        """The kernel for `nb`: the one started ahead once its imports are done, or a new one."""
-        from jupyter_core.utils import run_sync
+        """The kernel for `nb`: the one started ahead (settle() waits for its imports), or a new one."""
+        return self.ahead.pop(nb, None) or self._start(nb)
 
-        km = self.ahead.pop(nb, None)
-        if km is None:
-            return self._start(nb)
-        try:
-            warmed = self._warmed(km, nb) if nb in self.warming else True
-        except BaseException:  # Ctrl-C while waiting: this kernel is in no list the runner cleans up
-            run_sync(km.shutdown_kernel)(now=True)
-            raise
-        if warmed:
+    def settle(self, nb: Path, km):
+        """The kernel to run `nb` in: `km` once the imports sent ahead to it have run, else a fresh one (`km` is
+        released). Called after the next notebook's kernel is started, so that its imports run meanwhile."""
+        if nb not in self.warming or self._warmed(km, nb):
             return km
-        run_sync(km.shutdown_kernel)(now=True)
+        self.release(km)
         return self._start(nb)
 
     def prefetch(self, following: Path) -> None:
@@ -537,6 +532,7 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
                 km = kernels.take(nb)
                 if at + 1 < len(planned):
                     kernels.prefetch(planned[at + 1][0])
+                km = kernels.settle(nb, km)
                 papermill.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(nb.parent),
                                            kernel_name=kernel, progress_bar=False, engine_name="tutorial",
                                            on_cell=line.at_cell, km=km)

@@ -178,6 +178,7 @@ def test_a_notebooks_leading_imports_run_in_its_kernel_while_the_one_before_runs
     folder.mkdir()
     (folder / "slowmod.py").write_text("import time\ntime.sleep(2)\nFINISHED = time.time()\nprint('slowmod loaded')\n")
     (folder / "envmod.py").write_text("import os\nSEEN = os.environ.get('SET_BY_THE_NOTEBOOK')\n")
+    _notebook(folder, "00_zero", "x = 0")
     _notebook(folder, "01_first", "import json, time\ntime.sleep(4)\nprint(json.dumps({'end': time.time()}))")
     _notebook(folder, "02_second", "import slowmod\nimport os\nos.environ['SET_BY_THE_NOTEBOOK'] = 'yes'\nimport envmod",
               "import json\nprint(json.dumps({'finished': slowmod.FINISHED, 'env': envmod.SEEN,\n"
@@ -195,6 +196,8 @@ def test_a_notebooks_leading_imports_run_in_its_kernel_while_the_one_before_runs
     log = (run / "logs" / "series.log").read_text()
     assert "runs the 2 import statements 02_second.ipynb begins with" in log
     assert "02_second.ipynb's imports ran ahead" in log and "they printed:\nslowmod loaded" in log
+    # 02's kernel is started before 01 waits for its own imports, so that 02's run meanwhile
+    assert log.index("started for 02_second.ipynb") < log.index("01_first.ipynb's imports ran ahead")
 
 
 def test_imports_that_fail_ahead_leave_the_notebook_a_fresh_kernel_and_its_own_error(tmp_path, capfd):
