@@ -291,11 +291,11 @@ def _run_with_progress(cmd: list[str], log, label: str) -> None:
 
 
 def build_backend(backend: str, local: LocalTriton, *, cache: Path, force: bool = False,
-                  version: str | None = None) -> Path:
+                  version: str | None = None, tools: Toolchain | None = None) -> Path:
     """Build one backend into the server's backend directory; returns its folder. Skipped when already built."""
     if backend not in BUILDERS:
         raise ValueError(f"backend must be one of {sorted(BUILDERS)}; got {backend!r}")
-    tools = find_toolchain()
+    tools = tools or find_toolchain()
     version = version or server_version(local)
     key = build_key(backend, version, tools)
     dest = local.backend_dir / backend
@@ -361,6 +361,17 @@ def build_backend(backend: str, local: LocalTriton, *, cache: Path, force: bool 
     return dest
 
 
+def version_and_toolchain(local: LocalTriton) -> tuple[str, Toolchain]:
+    """server_version and find_toolchain at once: the server starts for its version while torch is imported (each
+    about 1.5 s here, and every `./tutorial` command checks them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:  # a toolchain error still waits here for the probe's server to stop
+        probe = pool.submit(server_version, local)
+        tools = find_toolchain()
+        return probe.result(), tools
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the requested backends; a backend that cannot be built here is reported, not fatal."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -374,11 +385,15 @@ def main(argv: list[str] | None = None) -> int:
         print("native backends: no local Triton server found; nothing to build")
         return 1 if args.strict else 0
     failed = []
-    version = None
+    try:
+        version, tools = version_and_toolchain(local)
+    except BuildUnavailable as exc:  # no toolchain: no backend can be built
+        version, tools, missing = None, None, exc
     for backend in args.backends:
         try:
-            version = version or server_version(local)
-            build_backend(backend, local, cache=args.cache, force=args.force, version=version)
+            if tools is None:
+                raise missing
+            build_backend(backend, local, cache=args.cache, force=args.force, version=version, tools=tools)
         except BuildUnavailable as exc:
             failed.append(backend)
             print(f"{backend} backend: NOT built: {exc}\n  -> models of this format are served by the Python "

@@ -243,18 +243,23 @@ def _ran_for(reply: dict | None) -> str:
 WARM_UP_TIMEOUT_S = 300.0  # the longest a notebook waits for its kernel's imports to finish before it takes a fresh one
 
 
+TIMED_TAG = "timed"  # a cell that measures time or throughput: the runner's own work is finished before it runs
+
+
 class _Kernels:
     """Each notebook's own fresh kernel, started while the notebook before it runs and left to exit while the next
     one runs: a kernel's start (about 1.5 s on 2 cores) and a TensorFlow or PyTorch kernel's exit (1.4-2 s) overlap
     the work of a neighbour instead of adding to the series' time. A kernel started ahead also runs the import
-    statements its notebook begins with (leading_imports; TensorFlow alone takes 12 s here): they run while the
-    notebook before it does its own first seconds (its imports), not its measurements. If they fail, the notebook gets
-    a fresh kernel and meets the error itself. Each start, warm-up and shutdown request is a line of the run's log."""
+    statements its notebook begins with (leading_imports; TensorFlow alone takes 12 s here). None of that overlaps a
+    measurement: before a cell tagged `timed` runs, hush() waits for the imports sent ahead and for the kernels
+    asked to exit. If the imports fail, the notebook gets a fresh kernel and meets the error itself. Each start,
+    warm-up and shutdown request is a line of the run's log."""
 
     def __init__(self, manager: type, kernel: str, log: Path):
         self.manager, self.kernel, self.log = manager, kernel, log
         self.ahead: dict[Path, object] = {}  # started, not yet used
-        self.warming: dict[Path, tuple] = {}  # a kernel started ahead, running its imports: (client, request id)
+        self.warming: dict[object, tuple] = {}  # kernel -> (its notebook, client, request id) of the imports sent
+        self.warmed: dict[object, bool] = {}  # kernel -> whether those imports ran, once waited for
         self.exiting: list = []  # asked to shut down, not yet reaped
 
     def _say(self, line: str) -> None:
@@ -281,10 +286,19 @@ class _Kernels:
     def settle(self, nb: Path, km):
         """The kernel to run `nb` in: `km` once the imports sent ahead to it have run, else a fresh one (`km` is
         released). Called after the next notebook's kernel is started, so that its imports run meanwhile."""
-        if nb not in self.warming or self._warmed(km, nb):
+        if km in self.warming:
+            self._wait_for_imports(km, "before the notebook")
+        if self.warmed.pop(km, True):
             return km
         self.release(km)
         return self._start(nb)
+
+    def hush(self, why: str) -> None:
+        """Finish the runner's work in the background (the imports sent ahead, the kernels asked to exit), so that a
+        measurement that follows has the machine to itself."""
+        for km in list(self.warming):
+            self._wait_for_imports(km, why)
+        self.reap()
 
     def prefetch(self, following: Path) -> None:
         """Start the kernel of the notebook that runs next and send it that notebook's leading imports; if it cannot
@@ -298,19 +312,24 @@ class _Kernels:
                       "it is started again when its turn comes")
             return
         statements = leading_imports(following)
-        if statements:
+        if not statements:
+            return
+        try:
             client = km.client()
             client.start_channels()
             request = client.execute(warm_up_code(statements), silent=True, store_history=False, allow_stdin=False)
-            self.warming[following] = (client, request)
-            self._say(f"kernel {km.provisioner.process.pid} runs the {len(statements)} import statements "
-                      f"{following.name} begins with")
+        except Exception as error:  # the kernel is still fresh: the notebook runs its imports itself
+            self._say(f"the imports of {following.name} were not sent ahead ({type(error).__name__}: {error})")
+            return
+        self.warming[km] = (following, client, request)
+        self._say(f"kernel {km.provisioner.process.pid} runs the {len(statements)} import statements "
+                  f"{following.name} begins with")
 
-    def _warmed(self, km, nb: Path) -> bool:
-        """Wait for the imports sent ahead to `nb`'s kernel; whether they ran (else the kernel is not to be used)."""
+    def _wait_for_imports(self, km, why: str) -> None:
+        """Wait for the imports sent ahead to `km`; whether they ran goes to `warmed` (else `km` is not to be used)."""
         from jupyter_core.utils import run_sync
 
-        client, request = self.warming.pop(nb)
+        nb, client, request = self.warming.pop(km)
         pid, waiting, reply = km.provisioner.process.pid, time.monotonic(), None
         try:
             while reply is None and time.monotonic() - waiting < WARM_UP_TIMEOUT_S and run_sync(km.is_alive)():
@@ -323,15 +342,16 @@ class _Kernels:
             output = self._output_of(client, request) if reply is not None else ""
         finally:
             client.stop_channels()
-        took = f"{_ran_for(reply)}{time.monotonic() - waiting:.1f} s waited for them"
+        took = f"{_ran_for(reply)}{time.monotonic() - waiting:.1f} s waited for them {why}"
         reply = reply["content"] if reply is not None else None
-        if reply is not None and reply["status"] == "ok":
-            self._say(f"kernel {pid}: {nb.name}'s imports ran ahead ({took})" + (f"; they printed:\n{output}" if output else ""))
-            return True
-        why = (f"{reply.get('ename')}: {reply.get('evalue')}" if reply is not None else
-               "no reply" if run_sync(km.is_alive)() else "the kernel died")
-        self._say(f"kernel {pid}: {nb.name}'s imports ahead failed ({why}, {took}); a fresh kernel runs the notebook")
-        return False
+        self.warmed[km] = reply is not None and reply["status"] == "ok"
+        if self.warmed[km]:
+            self._say(f"kernel {pid}: {nb.name}'s imports ran ahead ({took})"
+                      + (f"; they printed:\n{output}" if output else ""))
+            return
+        why_not = (f"{reply.get('ename')}: {reply.get('evalue')}" if reply is not None else
+                   "no reply" if run_sync(km.is_alive)() else "the kernel died")
+        self._say(f"kernel {pid}: {nb.name}'s imports ahead failed ({why_not}, {took}); a fresh kernel runs it")
 
     @staticmethod
     def _output_of(client, request: str, timeout: float = 2.0) -> str:
@@ -370,6 +390,8 @@ class _Kernels:
                 task.cancel()
             if left:
                 loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        if km in self.exiting:  # released already (its fresh replacement failed to start)
+            return
         for made in km.clients:
             made.stop_channels()
         self.exiting.append(km)
@@ -396,9 +418,10 @@ class _Kernels:
 
         try:
             while self.ahead:
-                nb, km = self.ahead.popitem()
-                if nb in self.warming:
-                    self.warming.pop(nb)[0].stop_channels()
+                _, km = self.ahead.popitem()
+                self.warming.pop(km, None)
+                for made in km.clients:  # the imports' client among them
+                    made.stop_channels()
                 run_sync(km.shutdown_kernel)(now=True)
         finally:
             self.reap()
@@ -446,7 +469,7 @@ class _Line:
 
 
 def _engine():
-    """papermill's nbclient engine, telling a callback (`on_cell`) which cell starts."""
+    """papermill's nbclient engine, telling a callback (`on_cell(cell, index, count)`) which cell starts."""
     from papermill.engines import NBClientEngine
 
     class LineEngine(NBClientEngine):
@@ -456,7 +479,7 @@ def _engine():
                 started = nb_man.cell_start
 
                 def cell_start(cell, cell_index=None, **kw):
-                    on_cell(cell_index, len(nb_man.nb.cells))
+                    on_cell(cell, cell_index, len(nb_man.nb.cells))
                     return started(cell, cell_index, **kw)
 
                 nb_man.cell_start = cell_start
@@ -533,9 +556,15 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
                 if at + 1 < len(planned):
                     kernels.prefetch(planned[at + 1][0])
                 km = kernels.settle(nb, km)
+
+                def at_cell(cell, index: int, count: int, name: str = nb.name) -> None:
+                    if TIMED_TAG in cell.metadata.get("tags", []):
+                        kernels.hush(f"before {name}'s timed cell {index + 1}")
+                    line.at_cell(index, count)
+
                 papermill.execute_notebook(str(nb), str(run_dir / nb.name), parameters=params, cwd=str(nb.parent),
                                            kernel_name=kernel, progress_bar=False, engine_name="tutorial",
-                                           on_cell=line.at_cell, km=km)
+                                           on_cell=at_cell, km=km)
             except Exception as error:
                 row.update(status="FAILED", seconds=time.monotonic() - start)
                 rows.append(row)

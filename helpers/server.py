@@ -110,7 +110,8 @@ class TritonServer:
     `models` lists the models to load (default: every model in the repository); a model that is not listed is
     neither loaded nor waited for. Models are loaded explicitly (`--model-control-mode=explicit`); poll_secs=N asks
     for the articles' poll mode instead (only without `models`). Before starting, the repository is checked
-    (helpers.preflight) unless preflight=False. The server runs under helpers.reaper, so nothing outlives the kernel that started it."""
+    (helpers.preflight) unless preflight=False. The server runs under helpers.reaper, so nothing outlives the kernel
+    that started it."""
 
     def __init__(self, model_repository: str | Path, runtime: str | RuntimeChoice = "auto", *,
                  models: Sequence[str] | None = None, tag: str = "series", host: str = "127.0.0.1",
@@ -324,7 +325,7 @@ class TritonServer:
 
         On its stop signal Triton unloads the models itself, but checks that they are gone only once a second
         (InferenceServer::Stop), so each stop waited a second more than the unloading took."""
-        if self.poll_secs and self.models is None:  # poll mode refuses unload requests
+        if "--model-control-mode=explicit" not in self.command():  # poll mode refuses unload requests
             return
         repository = f"http://{self.url}/v2/repository"
         busy = ("READY", "LOADING", "UNLOADING")
@@ -332,9 +333,9 @@ class TritonServer:
         try:
             status, body = _http("POST", f"{repository}/index")
             loaded = {m["name"] for m in json.loads(body) if m.get("state") in busy} if status == 200 else set()
-            for name in sorted(loaded):
-                _http("POST", f"{repository}/models/{urllib.parse.quote(name)}/unload")
-            while loaded and time.monotonic() < deadline:
+            asked = [name for name in sorted(loaded)
+                     if _http("POST", f"{repository}/models/{urllib.parse.quote(name)}/unload")[0] == 200]
+            while asked and time.monotonic() < deadline:
                 status, body = _http("POST", f"{repository}/index")
                 if status != 200 or not any(m.get("state") in busy for m in json.loads(body)):
                     return

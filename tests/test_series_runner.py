@@ -170,7 +170,8 @@ def test_leading_imports_stop_at_the_first_other_statement(tmp_path):
     _notebook(tmp_path, "02_magic", "import os\n%matplotlib inline\nimport re")
     _notebook(tmp_path, "03_star", "import os\nfrom os.path import *\nimport re")
     _notebook(tmp_path, "04_none", "print('no imports first')\nimport os")
-    assert [series.leading_imports(tmp_path / f"{n}.ipynb") for n in ("02_magic", "03_star", "04_none")] == [[], ["import os"], []]
+    found = [series.leading_imports(tmp_path / f"{n}.ipynb") for n in ("02_magic", "03_star", "04_none")]
+    assert found == [[], ["import os"], []]
 
 
 def test_a_notebooks_leading_imports_run_in_its_kernel_while_the_one_before_runs(tmp_path):
@@ -214,3 +215,37 @@ def test_imports_that_fail_ahead_leave_the_notebook_a_fresh_kernel_and_its_own_e
     log = (run / "logs" / "series.log").read_text()
     assert "02_missing.ipynb's imports ahead failed (ModuleNotFoundError" in log and "a fresh kernel runs" in log
     assert _kernels_of_this_process() == before
+
+
+def test_a_timed_cell_waits_for_the_imports_sent_ahead(tmp_path):
+    """The next notebook's imports run while this one starts, but never during a cell that measures (tagged timed)."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    (folder / "slowmod.py").write_text("import time\ntime.sleep(3)\nFINISHED = time.time()\n")
+    _notebook(folder, "00_zero", "x = 0")
+    _notebook(folder, "01_timed", "import json, time\nprint(json.dumps({'timed_from': time.time()}))")
+    nb = nbformat.read(str(folder / "01_timed.ipynb"), as_version=4)
+    nb.cells[-1].metadata["tags"] = [series.TIMED_TAG]
+    nbformat.write(nb, str(folder / "01_timed.ipynb"))
+    _notebook(folder, "02_next", "import slowmod\nprint(slowmod.FINISHED)")
+    run = tmp_path / "run"
+    series.run_series(run, paths=sorted(folder.glob("*.ipynb")), stream=sys.stdout)
+    timed_from = json.loads(nbformat.read(str(run / "01_timed.ipynb"), as_version=4).cells[-1].outputs[0].text)["timed_from"]
+    finished = float(nbformat.read(str(run / "02_next.ipynb"), as_version=4).cells[-1].outputs[0].text)
+    assert finished <= timed_from  # the 3-s import ahead was over before the timed cell began
+    assert "02_next.ipynb's imports ran ahead" in (run / "logs" / "series.log").read_text()
+    assert "waited for them before 01_timed.ipynb's timed cell" in (run / "logs" / "series.log").read_text()
+
+
+def test_every_cell_that_measures_is_tagged_timed():
+    """The runner finishes its background work before a cell tagged `timed`: a cell that calls a timing helper and
+    is not tagged would share the machine with the next notebook's imports."""
+    import re
+
+    timing = re.compile(r"\b(bench\.(time_calls|device_throughput)|perf\.(run|measure_level|repeat_level|"
+                        r"memory_trace|c_api_level)|analyzer\.run(_docker)?)\(")
+    untagged = [f"{nb.name} cell {i}" for nb in series.notebooks()
+                for i, cell in enumerate(nbformat.read(str(nb), as_version=4).cells)
+                if cell.cell_type == "code" and timing.search(cell.source)
+                and series.TIMED_TAG not in cell.metadata.get("tags", [])]
+    assert untagged == []
