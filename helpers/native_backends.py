@@ -386,12 +386,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if args.strict else 0
     failed = []
     try:
-        version, tools = version_and_toolchain(local)
+        (version, tools), missing = version_and_toolchain(local), None
     except BuildUnavailable as exc:  # no toolchain: no backend can be built
         version, tools, missing = None, None, exc
     for backend in args.backends:
         try:
-            if tools is None:
+            if missing is not None:
                 raise missing
             build_backend(backend, local, cache=args.cache, force=args.force, version=version, tools=tools)
         except BuildUnavailable as exc:
