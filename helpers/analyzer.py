@@ -68,7 +68,8 @@ def dcgm_found() -> bool:
 
 
 class _ExplicitControl:
-    """A launcher of the series (helpers.launchers) whose server takes Triton's explicit model control: Model
+    """A launcher of the series (helpers.launchers) whose server takes Triton's explicit model control with the
+    models named (`--load-model=NAME` each, where the local launcher writes `--load-model=*` for its mirror): Model
     Analyzer in remote mode loads each variant through the repository API, which poll mode refuses."""
 
     def __init__(self, launcher):

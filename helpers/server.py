@@ -136,6 +136,7 @@ class TritonServer:
         self.version = ""
         self._proc: subprocess.Popen | None = None
         self._ready = False  # started and answered ready: stop() may ask it to unload its models
+        self._explicit = False  # started with explicit model control (set by _launch, from the command it ran)
 
     @property
     def url(self) -> str:
@@ -222,8 +223,10 @@ class TritonServer:
             self.served, extra_env = self.launcher.prepare(self)
             env = {**os.environ, **extra_env}
             self.log_file.parent.mkdir(parents=True, exist_ok=True)
+            command = self.command()
+            self._explicit = "--model-control-mode=explicit" in command  # stop() may unload; poll mode refuses it
             with open(self.log_file, "wb") as log:
-                self._proc = subprocess.Popen(guarded(self.command(), self.launcher.cleanup_command(self)),
+                self._proc = subprocess.Popen(guarded(command, self.launcher.cleanup_command(self)),
                                               stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             atexit.register(self.stop)
         if held.pending:  # a Ctrl-C during the launch: the server exists now, so the caller stops it first
@@ -325,7 +328,7 @@ class TritonServer:
 
         On its stop signal Triton unloads the models itself, but checks that they are gone only once a second
         (InferenceServer::Stop), so each stop waited a second more than the unloading took."""
-        if "--model-control-mode=explicit" not in self.command():  # poll mode refuses unload requests
+        if not self._explicit:  # poll mode refuses unload requests
             return
         repository = f"http://{self.url}/v2/repository"
         busy = ("READY", "LOADING", "UNLOADING")

@@ -187,7 +187,7 @@ def test_docker_command_mounts_host_paths_where_the_sibling_server_finds_them(tm
 
 def test_explicit_server_lets_model_analyzer_load_variants(tmp_path):
     """Remote mode loads each variant through the repository API: the series' server must run with explicit model
-    control (its local launcher polls), loading the models asked for, on its own three ports."""
+    control (never poll mode), loading the models asked for by name, on its own three ports."""
     runtime = RuntimeChoice("local", "test", LocalTriton(tmp_path / "tritonserver", tmp_path / "backends", "test"))
     server = analyzer.explicit_server(tmp_path, runtime, ["resnet18_uint8", "resnet18_pytorch"])
     cmd = server.command()

@@ -3,6 +3,7 @@ the rest skipped or run as the profile says, and a closing table against the rec
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -240,8 +241,6 @@ def test_a_timed_cell_waits_for_the_imports_sent_ahead(tmp_path):
 def test_every_cell_that_measures_is_tagged_timed():
     """The runner finishes its background work before a cell tagged `timed`: a cell that calls a timing helper and
     is not tagged would share the machine with the next notebook's imports."""
-    import re
-
     timing = re.compile(r"\b(bench\.(time_calls|device_throughput)|perf\.(run|measure_level|repeat_level|"
                         r"memory_trace|c_api_level)|analyzer\.run(_docker)?)\(")
     untagged = [f"{nb.name} cell {i}" for nb in series.notebooks()
