@@ -643,6 +643,21 @@ def best(table: pd.DataFrame, p99_budget_ms: float | None = None) -> pd.Series |
     return None if ok.empty else ok.loc[ok["throughput"].idxmax()]
 
 
+def best_per_knob(knobs: pd.DataFrame, p99_budget_ms: float | None = None) -> tuple[dict[str, pd.Series], dict[str, str]]:
+    """Each knob's fastest stable row (columns `knob`, `value`), within the p99 budget when any of its settings meets
+    it; apart, the knobs none of whose settings was stable, each with its rows' errors."""
+    chosen, unstable = {}, {}
+    for knob, table in knobs.groupby("knob", sort=False):
+        row = best(table, p99_budget_ms)
+        row = best(table) if row is None else row
+        if row is not None:
+            chosen[knob] = row
+            continue
+        errors = table["error"].dropna().astype(str) if "error" in table else pd.Series(dtype=str)
+        unstable[knob] = "; ".join(dict.fromkeys(e for e in errors if e)) or "no stable measurement"
+    return chosen, unstable
+
+
 _COLUMNS = {"Concurrency": "concurrency", "Inferences/Second": "throughput", "Client Send": "client_send_us",
             "Network+Server Send/Recv": "network_us", "Server Queue": "queue_us",
             "Server Compute Input": "compute_input_us", "Server Compute Infer": "compute_infer_us",

@@ -51,6 +51,23 @@ def test_a_winner_must_clear_the_runner_ups_range():
     assert (perf.verdict(_rows((900, 1000)).drop(columns=["throughput_min"]))["verdict"] == "").all()
 
 
+def test_each_knob_gets_its_fastest_stable_setting_and_a_knob_with_none_is_set_apart_with_its_errors():
+    nan = float("nan")
+    knobs = pd.DataFrame({
+        "knob": ["instances", "instances", "queue delay (us)", "queue delay (us)", "transport"],
+        "value": ["1", "2", "0", "100", "HTTP"],
+        "stable": [True, True, True, True, False],
+        "throughput": [100.0, 150.0, 90.0, 120.0, nan],
+        "p99_ms": [5.0, 12.0, 20.0, 30.0, nan],
+        "error": ["", "", "", "", "no stable measurement: windows 3 to 90 infer/s"]})
+    chosen, unstable = perf.best_per_knob(knobs, p99_budget_ms=10.0)
+    assert chosen["instances"]["value"] == "1"  # 2 is faster, but over the budget
+    assert chosen["queue delay (us)"]["value"] == "100"  # none within the budget: the fastest overall
+    assert unstable == {"transport": "no stable measurement: windows 3 to 90 infer/s"}
+    assert perf.best_per_knob(knobs.drop(columns="error").query("knob == 'transport'")) == (
+        {}, {"transport": "no stable measurement"})
+
+
 def test_derive_sets_backend_parameters_and_a_warm_up_per_batch_size(tiny_repo):
     config = repository.derive(tiny_repo, "tiny", "tiny_b", parameters={"ENABLE_JIT_PROFILING": "false"},
                                warmup_batch_sizes=[1, 8])

@@ -153,9 +153,10 @@ def test_half_day_agenda_runs_in_its_order(ci_run, tmp_path):
     for name in ("model.pt", "reference.npz"):  # what 10 writes into build/ (13 reads nothing else there)
         shutil.copy(series.ROOT / "build" / "resnet18" / name, build / "resnet18" / name)
     shutil.copytree(series.ROOT / "models" / "resnet18_pytorch", models / "resnet18_pytorch")
-    # one level and one value per knob: 13's sweep and knob sweep are the full run's to test; here only what 13
-    # compares matters
-    knobs = {"concurrency": "4", "instance_counts": [1], "preferred_batch_options": [[8, 16]], "queue_delays_us": [100],
+    # one value per knob: 13's knob sweep is the full run's to test; here only what 13 compares matters (a knob
+    # whose one measurement is unstable on a busy runner is left as it starts). The sweep keeps the profile's two
+    # levels: perf.run fails only when none is stable.
+    knobs = {"instance_counts": [1], "preferred_batch_options": [[8, 16]], "queue_delays_us": [100],
              "backend_options": {"defaults": {}}}
     run = series.run_series(tmp_path / "half", "ci", only=["13"],
                             overrides={"models_dir": str(models), "build_dir": str(build), **knobs})
