@@ -683,7 +683,8 @@ def section_levers() -> str:
     within = [label for label in changes if label not in beyond]
     lines = [
         f"Run of 2026-12-02, the current notebooks (`docs/runs/h200-{LEVERS_RUN}/`: notebooks 10-13 in one device "
-        "call, 14 in the next, 12 again in a later call; `gpu-local` profile; 13 with two values per knob, 14 with "
+        "call, 14 in the next, 12 and then 13 again in later calls, each after its code changed (13 with 10 and 12 "
+        "before it, serving that call's `resnet18_opt`); `gpu-local` profile; 13 with two values per knob, 14 with "
         f"{p14['measurement_interval_ms']} ms windows and its headline rows measured {n14['repeats']} times). Targets "
         f"for this recording, each the median of three runs: at 16 images in flight {TARGETS['16'][0]:,} infer/s "
         f"with p99 <= {TARGETS['16'][1]:g} ms; at the knee {TARGETS['knee'][0]:,} infer/s with p99 <= "
@@ -703,7 +704,7 @@ def section_levers() -> str:
         + f", {'every peak under' if (wire['peak_rss_mb'] < limit_mb).all() else 'not every peak under'} the "
         f"{n14['memory_limit_gb']:g} GB limit; the backend parameters against their defaults (one run each): "
         + ", ".join(f"{label} {value:.0f} ({value / backend['defaults'] - 1:+.1%})" for label, value in changes.items())
-        + f" against {backend['defaults']:.0f}; one run each, while the best row of 14 in the same run spanned "
+        + f" against {backend['defaults']:.0f}; one run each, while the best row of 14 (its own device call) spanned "
         f"{spread:.1%} over three runs: beyond that spread, "
         + (", ".join(f"{label} ({value / backend['defaults'] - 1:+.1%})" for label, value in beyond.items()) or "none")
         + "; within it, " + (", ".join(within) or "none") + " (the 2026-12-02 run above: "
@@ -740,6 +741,12 @@ def _mean_latency_rate(row) -> float:
     return row["concurrency"] * 1000 / latency
 
 
+def _printed(row) -> float:
+    """perf_analyzer's own rate for a row: kept as `throughput_reported` where the notebook took the mean-latency rate."""
+    reported = row.get("throughput_reported")
+    return row["throughput"] if reported is None or pd.isna(reported) else reported
+
+
 def _count_mode_rates(knobs: pd.DataFrame, n14: dict) -> str:
     """The recording's request-count rows, re-read: perf_analyzer's rate in that mode counts whole seconds
     (perf.closed_loop_throughput, which the notebooks now use); the mean latency gives the rate, as the time-window
@@ -754,11 +761,12 @@ def _count_mode_rates(knobs: pd.DataFrame, n14: dict) -> str:
     overtakes = [(label, r, other) for label, r in counted if label.startswith("14")
                  for other in rates if other != r["variant"] and printed[other] > r["throughput"]
                  and rates[other] < _mean_latency_rate(r)]
-    return ("- **perf_analyzer's rate in `--request-count` mode** is the count over whole seconds (this recording ran "
-            "before the notebooks took the rate from the mean latency instead, `perf.closed_loop_throughput`). Re-read "
-            "from each row's mean latency at its concurrency (Little's law; the time-window rows of the same run agree "
-            f"with their printed rate within {100 * max(timed):.1f} %): "
-            + "; ".join(f"{label}: printed {r['throughput']:.0f}, {_mean_latency_rate(r):.0f} infer/s from "
+    return ("- **perf_analyzer's rate in `--request-count` mode** is the count over whole seconds (14's call ran "
+            "before the notebooks took the rate from the mean latency instead, `perf.closed_loop_throughput`; 13's later "
+            "call reports that rate and keeps the printed one beside it). Re-read from each row's mean latency at its "
+            "concurrency (Little's law; the time-window rows of the same runs agree with their printed rate within "
+            f"{100 * max(timed):.1f} %): "
+            + "; ".join(f"{label}: printed {_printed(r):.0f}, {_mean_latency_rate(r):.0f} infer/s from "
                         f"{int(r['requests'])} requests" for label, r in counted)
             + ". Re-read so, the best row of 14 at concurrency 16 is " + ("still " if best_again == n14["best"] else "")
             + best_again + ("" if best_again == n14["best"] else f", not {n14['best']}") + ", and "

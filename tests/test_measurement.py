@@ -215,7 +215,8 @@ def test_run_keeps_each_levels_console_output(tmp_path, monkeypatch):
 
 def test_a_request_count_row_takes_its_rate_from_the_mean_latency_not_whole_seconds(tmp_path, monkeypatch):
     """perf_analyzer's rate in --request-count mode is the count over whole seconds: 3162 requests at concurrency 16
-    and 5.85 ms each took 1.16 s, and it printed 1580.41 infer/s (3162 / 2 s) on an H200 (2026-12-02d, notebook 13)."""
+    and 5.85 ms each took 1.16 s, and it printed 1580.41 infer/s (3162 / 2 s) on an H200 (2026-12-02d, the first call
+    of notebook 13; git history keeps that recording)."""
     printed = ["  Sending 3162 benchmark requests\n",
                "  Pass [1] throughput: 1580.41 infer/sec. Avg latency: 5848 usec (std 1683 usec). \n"]
 
