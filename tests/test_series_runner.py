@@ -2,6 +2,7 @@
 the rest skipped or run as the profile says, and a closing table against the recorded times."""
 from __future__ import annotations
 
+import ast
 import json
 import re
 import signal
@@ -238,13 +239,35 @@ def test_a_timed_cell_waits_for_the_imports_sent_ahead(tmp_path):
     assert "waited for them before 01_timed.ipynb's timed cell" in (run / "logs" / "series.log").read_text()
 
 
+def _measuring(cells: list, timing: re.Pattern) -> re.Pattern:
+    """Calls that measure in a notebook: the timing helpers and the notebook's own functions that call them."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    defined = {}
+    for cell in cells:
+        if cell.cell_type == "code":
+            source = TransformerManager().transform_cell(cell.source)  # magics as the kernel runs them
+            defined.update({node.name: ast.get_source_segment(source, node)
+                            for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)})
+    wrappers, pattern = set(), timing
+    while True:  # a function that calls one that measures measures too
+        found = {name for name, body in defined.items() if pattern.search(body)}
+        if found == wrappers:
+            return pattern
+        wrappers = found
+        pattern = re.compile(timing.pattern + "".join(rf"|(?<![\w.]){name}\(" for name in sorted(wrappers)))
+
+
 def test_every_cell_that_measures_is_tagged_timed():
-    """The runner finishes its background work before a cell tagged `timed`: a cell that calls a timing helper and
-    is not tagged would share the machine with the next notebook's imports."""
+    """The runner finishes its background work before a cell tagged `timed`: a cell that calls a timing helper, or a
+    function of its notebook that does, and is not tagged would share the machine with the next notebook's imports."""
     timing = re.compile(r"\b(bench\.(time_calls|device_throughput)|perf\.(run|measure_level|repeat_level|"
                         r"memory_trace|c_api_level)|analyzer\.run(_docker)?)\(")
-    untagged = [f"{nb.name} cell {i}" for nb in series.notebooks()
-                for i, cell in enumerate(nbformat.read(str(nb), as_version=4).cells)
-                if cell.cell_type == "code" and timing.search(cell.source)
-                and series.TIMED_TAG not in cell.metadata.get("tags", [])]
+    untagged = []
+    for nb in series.notebooks():
+        cells = nbformat.read(str(nb), as_version=4).cells
+        measuring = _measuring(cells, timing)
+        untagged += [f"{nb.name} cell {i}" for i, cell in enumerate(cells)
+                     if cell.cell_type == "code" and measuring.search(cell.source)
+                     and series.TIMED_TAG not in cell.metadata.get("tags", [])]
     assert untagged == []
