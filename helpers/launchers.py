@@ -206,7 +206,7 @@ class LocalLauncher:
 
     def prepare(self, server) -> tuple[list[Served], dict[str, str]]:
         served = prepare_served_repository(server.repository, server.workdir / "models", self.local.backends,
-                                           server.models)
+                                           server.models, cpu_only=self.local.cpu_only_backends)
         if any(s.how == "python stand-in" or s.detail.startswith("python backend") for s in served):
             problem = environment_problem(self.local.backend_dir)
             if problem:

@@ -18,13 +18,14 @@ import sys
 import sysconfig
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .runtime import LocalTriton, find_local_triton
+from .runtime import BUILD_STAMP, LocalTriton, find_local_triton
 
 GITHUB = "https://github.com/triton-inference-server"
-STAMP = "built-by-triton-tutorials.json"
+STAMP = BUILD_STAMP
 # The server's release branch: Triton 2.51 shipped as NGC 24.10; one minor version a month since.
 _FIRST = (51, 2024, 10)
 
@@ -227,16 +228,22 @@ cmake_language(DEFER DIRECTORY ${{CMAKE_SOURCE_DIR}} CALL
 
 @dataclass
 class BackendBuild:
-    """One backend to build: its repository, library name, CMake options and what it links at run time."""
+    """One backend to build: its repository, library name, CMake options, what it links at run time, what a build
+    depends on (its cache key) and whether it is a CUDA build."""
 
     name: str
     repo: str
     project: str
     options: dict[str, str]
     runtime_lib_dirs: list[Path]
+    key: dict[str, str] = field(default_factory=dict)
+    cuda: bool = False
+    cxx_flags: str = ""
+    # CMake options that need work (a download) only when the backend is really built, not for the cache check
+    build_options: Callable[[], dict[str, str]] = dict
 
 
-def pytorch_build(tools: Toolchain) -> BackendBuild:
+def pytorch_build(tools: Toolchain, cache: Path) -> BackendBuild:
     """Triton's PyTorch (libtorch) backend against the torch this Python imports."""
     include = tools.torch_dir / "include"
     options = {
@@ -251,10 +258,110 @@ def pytorch_build(tools: Toolchain) -> BackendBuild:
 
         torch.zeros(1, device="cuda")
         lib_dirs += [d for d in [_loaded_library_dir("libcudart")] if d]
-    return BackendBuild("pytorch", "pytorch_backend", "tritonpytorchbackend", options, lib_dirs)
+    return BackendBuild("pytorch", "pytorch_backend", "tritonpytorchbackend", options, lib_dirs,
+                        {"torch": tools.torch_version}, cuda=tools.cuda)
 
 
-BUILDERS = {"pytorch": pytorch_build}
+ORT_GITHUB = "https://raw.githubusercontent.com/microsoft/onnxruntime"
+
+
+def onnxruntime_library() -> tuple[str, Path]:
+    """The version of the onnxruntime wheel this Python imports and the libonnxruntime.so.<version> it carries."""
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise BuildUnavailable(f"the onnxruntime package is not installed here ({exc}); it is pinned in "
+                               "requirements.txt") from None
+    capi = Path(onnxruntime.__file__).parent / "capi"
+    found = sorted(capi.glob("libonnxruntime.so*"))
+    if not found:
+        raise BuildUnavailable(f"no libonnxruntime.so* in {capi}: this onnxruntime {onnxruntime.__version__} wheel "
+                               "carries no shared library for the C API")
+    return onnxruntime.__version__.split("+")[0], found[-1]
+
+
+def _header_api_version(folder: Path) -> int:
+    """ORT_API_VERSION of the onnxruntime_c_api.h in `folder`."""
+    m = re.search(r"#define ORT_API_VERSION (\d+)", (folder / "onnxruntime_c_api.h").read_text(errors="replace"))
+    if not m:
+        raise BuildUnavailable(f"{folder / 'onnxruntime_c_api.h'} defines no ORT_API_VERSION")
+    return int(m.group(1))
+
+
+def onnxruntime_headers(cache: Path, version: str) -> Path:
+    """ONNX Runtime's C API headers for the wheel's `version`: an `onnxruntime-headers-*.tar.gz` in
+    $TRITON_SOURCE_DIR whose API version the library has (the C API only grows), else the headers of the tag
+    v<version> of ONNX Runtime's repository on GitHub."""
+    minor = int(version.split(".")[1])
+    given = os.environ.get("TRITON_SOURCE_DIR")
+    for archive in sorted(Path(given).glob("onnxruntime-headers-*.tar.gz")) if given else []:
+        target = cache / "onnxruntime-headers" / archive.name.removesuffix(".tar.gz")
+        if not (target / "include" / "onnxruntime_c_api.h").exists():
+            with tempfile.TemporaryDirectory() as tmp:
+                with tarfile.open(archive) as tar:
+                    tar.extractall(tmp, filter="data")
+                found = next(Path(tmp).rglob("onnxruntime_c_api.h"), None)
+                if found is None:
+                    raise BuildUnavailable(f"{archive} holds no onnxruntime_c_api.h")
+                shutil.rmtree(target, ignore_errors=True)
+                shutil.copytree(found.parent, target / "include")
+        api = _header_api_version(target / "include")
+        if api <= minor:
+            return target / "include"
+        print(f"onnxruntime backend: {archive.name} is C API version {api}, newer than the library's {minor}; "
+              "not used")
+    target = cache / "onnxruntime-headers" / f"v{version}" / "include"
+    if (target / "onnxruntime_c_api.h").exists():
+        return target
+    import urllib.request
+
+    fetched: dict[str, bytes] = {}
+    wanted = ["onnxruntime_c_api.h"]
+    while wanted:  # the header and the headers it includes with quotes, from the same folder
+        name = wanted.pop()
+        url = f"{ORT_GITHUB}/v{version}/include/onnxruntime/core/session/{name}"
+        try:
+            with urllib.request.urlopen(url, timeout=60) as reply:
+                fetched[name] = reply.read()
+        except OSError as exc:
+            raise BuildUnavailable(f"ONNX Runtime's C API header is needed: could not download {url} ({exc}); "
+                                   "without GitHub, put an onnxruntime-headers-<version>.tar.gz in "
+                                   "TRITON_SOURCE_DIR") from None
+        for included in re.findall(r'#include "([^"/]+)"', fetched[name].decode(errors="replace")):
+            if included not in fetched and included not in wanted:
+                wanted.append(included)
+    target.mkdir(parents=True, exist_ok=True)
+    for name, data in fetched.items():
+        (target / name).write_bytes(data)
+    return target
+
+
+def onnxruntime_build(tools: Toolchain, cache: Path) -> BackendBuild:
+    """Triton's ONNX Runtime backend (CPU execution provider) against the onnxruntime wheel's own library."""
+    version, library = onnxruntime_library()
+    # The build looks for a plain `libonnxruntime.so` and the backend then needs the library's soname
+    # (libonnxruntime.so.1); the wheel has only the fully versioned file. Links in a folder of ours name it both ways.
+    link_dir = cache / "onnxruntime-lib" / version
+
+    def build_options() -> dict[str, str]:
+        link_dir.mkdir(parents=True, exist_ok=True)
+        for name in {"libonnxruntime.so", f"libonnxruntime.so.{version.split('.')[0]}", library.name}:
+            link = link_dir / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(library)
+        return {"TRITON_ONNXRUNTIME_INCLUDE_PATHS": str(onnxruntime_headers(cache, version)),
+                "TRITON_ONNXRUNTIME_LIB_PATHS": str(link_dir)}
+
+    options = {"TRITON_ENABLE_ONNXRUNTIME_TENSORRT": "OFF", "TRITON_ENABLE_ONNXRUNTIME_OPENVINO": "OFF",
+               "TRITON_MIN_CXX_STANDARD": "17"}
+    # gcc 13 stops the r24.10 sources at -Werror=maybe-uninitialized (onnxruntime.cc); older gcc does not warn.
+    return BackendBuild("onnxruntime", "onnxruntime_backend", "tritononnxruntimebackend", options, [link_dir],
+                        {"onnxruntime": version}, cuda=False, cxx_flags="-Wno-error=maybe-uninitialized",
+                        build_options=build_options)
+
+
+BUILDERS = {"pytorch": pytorch_build, "onnxruntime": onnxruntime_build}
 
 
 def cuda_archs() -> str:
@@ -267,10 +374,10 @@ def cuda_archs() -> str:
     return "80;90"
 
 
-def build_key(backend: str, version: str, tools: Toolchain) -> dict[str, str]:
+def build_key(backend: str, version: str, tools: Toolchain, spec: BackendBuild) -> dict[str, str]:
     """What a built backend depends on; a change in any of these rebuilds it."""
-    return {"backend": backend, "server": version, "torch": tools.torch_version,
-            "cuda": tools.torch_cuda if tools.cuda else "cpu", "python": sysconfig.get_python_version()}
+    return {"backend": backend, "server": version, **spec.key,
+            "cuda": tools.torch_cuda if spec.cuda else "cpu", "python": sysconfig.get_python_version()}
 
 
 def _run_with_progress(cmd: list[str], log, label: str) -> None:
@@ -297,13 +404,13 @@ def build_backend(backend: str, local: LocalTriton, *, cache: Path, force: bool 
         raise ValueError(f"backend must be one of {sorted(BUILDERS)}; got {backend!r}")
     tools = tools or find_toolchain()
     version = version or server_version(local)
-    key = build_key(backend, version, tools)
+    spec = BUILDERS[backend](tools, cache)
+    key = build_key(backend, version, tools, spec)
     dest = local.backend_dir / backend
     stamp = dest / STAMP
     if not force and stamp.exists() and json.loads(stamp.read_text()).get("key") == key:
         print(f"{backend} backend: already built for {key}")
         return dest
-    spec = BUILDERS[backend](tools)
     branch = release_branch(version)
     sources = fetch_sources(["common", "core", "backend", spec.repo], branch, cache)
     include = rapidjson_include(cache)
@@ -315,7 +422,7 @@ def build_backend(backend: str, local: LocalTriton, *, cache: Path, force: bool 
         "CMAKE_BUILD_TYPE": "Release",
         "CMAKE_CXX_COMPILER": tools.cxx,
         "TRITON_MIN_CXX_STANDARD": "20",  # torch's headers need C++20
-        "TRITON_ENABLE_GPU": "ON" if tools.cuda else "OFF",
+        "TRITON_ENABLE_GPU": "ON" if spec.cuda else "OFF",
         "TRITON_ENABLE_STATS": "ON",
         "FETCHCONTENT_FULLY_DISCONNECTED": "ON",
         "FETCHCONTENT_SOURCE_DIR_REPO-COMMON": str(sources.dirs["common"]),
@@ -326,18 +433,20 @@ def build_backend(backend: str, local: LocalTriton, *, cache: Path, force: bool 
         # find the framework's libraries where this environment has them, and the server library beside us
         "CMAKE_SHARED_LINKER_FLAGS": f"-Wl,-rpath,{rpath}",
         **spec.options,
+        **spec.build_options(),
     }
     # RapidJSON's headers trip newer compilers' warnings under common's -Werror: include them as system headers.
-    options["CMAKE_CXX_FLAGS"] = f"-isystem {include}"
+    options["CMAKE_CXX_FLAGS"] = f"-isystem {include} {spec.cxx_flags}".strip()
     include_file = build_dir / "project-include.cmake"
-    include_file.write_text(_PROJECT_INCLUDE + (_CUDA_ARCH_FIX.format(archs=cuda_archs()) if tools.cuda else ""))
+    include_file.write_text(_PROJECT_INCLUDE + (_CUDA_ARCH_FIX.format(archs=cuda_archs()) if spec.cuda else ""))
     options[f"CMAKE_PROJECT_{spec.project}_INCLUDE"] = str(include_file)
-    if tools.cuda:
+    if spec.cuda:
         options["CMAKE_CUDA_COMPILER"] = tools.nvcc
         options["CMAKE_CUDA_ARCHITECTURES"] = cuda_archs()
     log_path = build_dir / "build.log"
-    print(f"{backend} backend: building {'with CUDA ' + tools.torch_cuda if tools.cuda else 'for CPU'} from "
-          f"{spec.repo} {branch} ({sources.origin or 'cached sources'}); torch {tools.torch_version}; log {log_path}")
+    against = ", ".join(f"{k} {v}" for k, v in spec.key.items())
+    print(f"{backend} backend: building {'with CUDA ' + tools.torch_cuda if spec.cuda else 'for CPU'} from "
+          f"{spec.repo} {branch} ({sources.origin or 'cached sources'}); {against}; log {log_path}")
     with open(log_path, "w") as log:
         try:
             _run_with_progress([tools.cmake, "-S", str(sources.dirs[spec.repo]), "-B", str(build_dir / "out"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from .repository import DEFAULT_FILENAME, ConfigError, ConfigMismatch, read_config, validate
+from .repository import DEFAULT_FILENAME, ConfigError, ConfigMismatch, label_files, read_config, validate
 
 
 class RepositoryError(ValueError):
@@ -29,6 +29,10 @@ def check_model(folder: Path) -> None:
         raise RepositoryError(f"model folder '{folder.name}': config.pbtxt says name: \"{config.name}\"; Triton needs "
                               f"the name to equal the folder name (name: \"{folder.name}\") and would wait for it "
                               "forever")
+    missing = [name for name in label_files(config) if not (folder / name).is_file()]
+    if missing:
+        raise RepositoryError(f"model '{folder.name}': an output's label_filename names {missing}, which Triton looks "
+                              f"for beside config.pbtxt; {folder.name}/ has no such file")
     versions = sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
     if not versions:
         raise RepositoryError(f"model '{folder.name}': no version folder (expected {folder.name}/1/ holding the model)")

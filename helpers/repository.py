@@ -71,6 +71,16 @@ def onnx_io(path: str | Path) -> tuple[list[TensorSpec], list[TensorSpec]]:
     return [spec(v) for v in model.graph.input if v.name not in inits], [spec(v) for v in model.graph.output]
 
 
+def image_format(dims: Sequence[int]) -> str:
+    """The `format` an image input of these dims (batch dimension left out) declares: FORMAT_NCHW when the first of
+    three dims is 1 or 3 channels, FORMAT_NHWC when the last one is, else FORMAT_NONE (not an image tensor)."""
+    if len(dims) != 3:
+        return "FORMAT_NONE"
+    if dims[0] in (1, 3):
+        return "FORMAT_NCHW"
+    return "FORMAT_NHWC" if dims[-1] in (1, 3) else "FORMAT_NONE"
+
+
 def set_dynamic_batching(config: mc.ModelConfig, preferred_batch_sizes: Sequence[int] | None,
                          max_queue_delay_us: int | None) -> None:
     """Replace the config's dynamic_batching block; refused for an unbatched model (max_batch_size 0)."""
@@ -108,8 +118,8 @@ def build_config(
     preferred_batch_sizes: Sequence[int] | None = None,
     max_queue_delay_us: int | None = None,
 ) -> mc.ModelConfig:
-    """A ModelConfig from tensor specs; with max_batch_size > 0 the first (batch) dimension is left out of dims.
-    TorchScript configs get a zero-input warm-up (add_warmup)."""
+    """A ModelConfig from tensor specs; with max_batch_size > 0 the first (batch) dimension is left out of dims. Image
+    inputs get their `format` (image_format). TorchScript configs get a zero-input warm-up (add_warmup)."""
     if platform not in DEFAULT_FILENAME:
         raise ValueError(f"platform must be one of {sorted(DEFAULT_FILENAME)}; got {platform!r}")
     if max_batch_size < 0:
@@ -119,6 +129,8 @@ def build_config(
         for s in specs:
             dims = s.shape[1:] if max_batch_size > 0 else s.shape
             field.add(name=s.name, data_type=mc.DataType.Value(f"TYPE_{s.dtype}"), dims=list(dims))
+    for tensor in config.input:  # image inputs say their layout: Triton's image client and Model Analyzer read it
+        tensor.format = mc.ModelInput.Format.Value(image_format(tensor.dims))
     config.instance_group.add(kind=mc.ModelInstanceGroup.Kind.Value(instance_kind), count=instance_count)
     if preferred_batch_sizes is not None or max_queue_delay_us is not None:
         set_dynamic_batching(config, preferred_batch_sizes, max_queue_delay_us)
@@ -338,11 +350,27 @@ def _torchscript_io(config: mc.ModelConfig, path: Path) -> list[TensorSpec]:
             for t, o in zip(config.output, outs)]
 
 
+def _check_format(config: mc.ModelConfig, tensor: mc.ModelInput) -> None:
+    """Refuse an input whose declared image `format` its dims cannot have (Triton itself checks only the 3 dims)."""
+    if tensor.format not in (mc.ModelInput.FORMAT_NCHW, mc.ModelInput.FORMAT_NHWC):
+        return
+    declared, dims = mc.ModelInput.Format.Name(tensor.format), list(tensor.dims)
+    if len(dims) != 3:
+        raise ConfigMismatch(f"model '{config.name}': input '{tensor.name}' declares {declared}, which needs 3 dims "
+                             f"(one image, no batch dimension); it has {dims}")
+    fits = image_format(dims)
+    if fits != declared and fits != "FORMAT_NONE":
+        raise ConfigMismatch(f"model '{config.name}': input '{tensor.name}' declares {declared}, but its dims {dims} "
+                             f"put the channels {'first' if fits == 'FORMAT_NCHW' else 'last'}: {fits}")
+
+
 def validate(config: mc.ModelConfig, artifact: str | Path) -> None:
     """Raise ConfigMismatch naming the field where `config` disagrees with the artifact file."""
     artifact = Path(artifact)
     if not artifact.exists():
         raise FileNotFoundError(f"model '{config.name}': artifact {artifact} does not exist")
+    for tensor in config.input:
+        _check_format(config, tensor)
     head = artifact.read_bytes()[:4]
     if config.platform == "onnxruntime_onnx" or (config.backend == "onnxruntime"):
         ins, outs = onnx_io(artifact)
@@ -376,6 +404,11 @@ def add_model(repository: str | Path, config: mc.ModelConfig, artifact: str | Pa
     model_dir = _place_artifact(repository, config, artifact, version)
     (model_dir / "config.pbtxt").write_text(to_text(config))
     return model_dir
+
+
+def label_files(config: mc.ModelConfig) -> list[str]:
+    """The label files a config's outputs name (`label_filename`), which live in the model folder beside it."""
+    return sorted({t.label_filename for t in config.output if t.label_filename})
 
 
 def _place_artifact(repository: str | Path, config: mc.ModelConfig, artifact: str | Path, version: int) -> Path:
@@ -455,7 +488,10 @@ def derive(repository: str | Path, source: str, name: str, *, target: str | Path
     if not versions:
         raise FileNotFoundError(f"model '{source}' has no version folder in {src_dir}")
     artifact = versions[-1] / (config.default_model_filename or DEFAULT_FILENAME[config.platform])
-    add_model(target or repository, config, artifact, version=int(versions[-1].name))
+    model_dir = add_model(target or repository, config, artifact, version=int(versions[-1].name))
+    for labels in label_files(config):  # the classification labels travel with the model
+        if (src_dir / labels).resolve() != (model_dir / labels).resolve():
+            shutil.copyfile(src_dir / labels, model_dir / labels)
     return config
 
 

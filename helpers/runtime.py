@@ -1,6 +1,8 @@
 """Where Triton can run here: Docker + NVIDIA GPU (the NGC containers) or a local `tritonserver` binary."""
 from __future__ import annotations
 
+import json
+
 import os
 import shutil
 import subprocess
@@ -90,8 +92,25 @@ class LocalTriton:
 
     @property
     def backends(self) -> list[str]:
-        """Backend names present in the backend directory (sub-folders holding a `libtriton_*.so`)."""
-        return list_backends(self.backend_dir)
+        """Backend names present in the backend directory (sub-folders holding a `libtriton_*.so`), less those that
+        $TUTORIAL_WITHOUT_BACKENDS names (comma-separated): their models are then served as on a machine that could
+        not build them, by the labelled Python-backend stand-in."""
+        left_out = {b.strip() for b in os.environ.get("TUTORIAL_WITHOUT_BACKENDS", "").split(",") if b.strip()}
+        return [b for b in list_backends(self.backend_dir) if b not in left_out]
+
+    @property
+    def cpu_only_backends(self) -> list[str]:
+        """Backends that `./tutorial setup` built without GPU support (their build stamp says `cuda: cpu`)."""
+        found = []
+        for name in self.backends:
+            stamp = self.backend_dir / name / BUILD_STAMP
+            if stamp.is_file() and json.loads(stamp.read_text()).get("key", {}).get("cuda") == "cpu":
+                found.append(name)
+        return found
+
+
+# Written by helpers.native_backends beside each backend it builds: what the build depended on.
+BUILD_STAMP = "built-by-triton-tutorials.json"
 
 
 def list_backends(backend_dir: Path) -> list[str]:

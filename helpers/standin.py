@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import py_compile
 import shutil
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .pyenv import python_env
-from .repository import DEFAULT_FILENAME, PLATFORM_BACKEND, read_config, to_text
+from .repository import DEFAULT_FILENAME, PLATFORM_BACKEND, label_files, read_config, to_text
 
 STANDIN_SOURCE = Path(__file__).with_name("standin_model.py")
 _FORMAT = {"onnxruntime_onnx": "onnx", "pytorch_libtorch": "torchscript"}
@@ -28,9 +28,9 @@ class Served:
 
 
 def prepare_served_repository(source: Path, target: Path, backends: list[str],
-                              models: Sequence[str] | None = None) -> list[Served]:
-    """Mirror `source` (only `models`, when given) into `target`: native models as links, others as Python-backend
-    stand-ins of the same artifact."""
+                              models: Sequence[str] | None = None, cpu_only: Collection[str] = ()) -> list[Served]:
+    """Mirror `source` (only `models`, when given) into `target`: native models as links (on the CPU where their
+    backend was built without GPU support), others as Python-backend stand-ins of the same artifact."""
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -48,6 +48,17 @@ def prepare_served_repository(source: Path, target: Path, backends: list[str],
             # as in the NGC container, where the image's Python has them. The mirror's config says so.
             _mirror_with_environment(model_dir, target / model_dir.name, config)
             served.append(Served(config.name, "native", f"python backend, EXECUTION_ENV_PATH={python_env()}"))
+            continue
+        if backend in backends and backend in cpu_only and any(g.kind == g.KIND_GPU for g in config.instance_group):
+            # A CPU build refuses KIND_GPU ("GPU instances not supported"): the same model, its groups on the CPU.
+            on_cpu = type(config)()
+            on_cpu.CopyFrom(config)
+            for group in on_cpu.instance_group:
+                group.kind = group.KIND_CPU
+                group.ClearField("gpus")
+            _mirror(model_dir, target / model_dir.name, on_cpu)
+            served.append(Served(config.name, "native", f"{backend} backend, CPU build: its KIND_GPU instance "
+                                                        "groups run as KIND_CPU"))
             continue
         if backend in backends:
             (target / model_dir.name).symlink_to(model_dir.resolve(), target_is_directory=True)
@@ -72,6 +83,8 @@ def prepare_served_repository(source: Path, target: Path, backends: list[str],
         out = target / model_dir.name
         out.mkdir()
         (out / "config.pbtxt").write_text(to_text(standin))
+        for labels in label_files(config):
+            (out / labels).symlink_to((model_dir / labels).resolve())
         for version in (p for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()):
             (out / version.name).mkdir()
             shutil.copyfile(STANDIN_SOURCE, out / version.name / "model.py")
@@ -90,10 +103,15 @@ def _mirror_with_environment(model_dir: Path, out: Path, config) -> None:
     mirrored = type(config)()
     mirrored.CopyFrom(config)
     mirrored.parameters["EXECUTION_ENV_PATH"].string_value = str(python_env())
-    out.mkdir()
     for source in model_dir.glob("[0-9]*/model.py"):  # compiled now: a __pycache__ after start reloads in poll mode
         py_compile.compile(str(source), doraise=True)
-    (out / "config.pbtxt").write_text(to_text(mirrored))
+    _mirror(model_dir, out, mirrored)
+
+
+def _mirror(model_dir: Path, out: Path, config) -> None:
+    """`model_dir` mirrored into `out` with `config` as its config.pbtxt; everything else linked."""
+    out.mkdir()
+    (out / "config.pbtxt").write_text(to_text(config))
     for item in model_dir.iterdir():
         if item.name != "config.pbtxt":
             (out / item.name).symlink_to(item.resolve(), target_is_directory=item.is_dir())

@@ -1,8 +1,10 @@
-"""Triton's own PyTorch backend, built from source by `./tutorial setup`, serving TorchScript on this machine."""
+"""Triton's own PyTorch and ONNX Runtime backends, built from source by `./tutorial setup`, serving TorchScript and
+ONNX on this machine."""
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -130,3 +132,72 @@ def test_missing_sources_are_named_and_nothing_else_changes(tmp_path, monkeypatc
     assert "pytorch backend: NOT built" in err and "has neither common-r24.10.tar.gz nor common/" in err
     assert "served by the Python stand-in" in err
     assert sorted(p.name for p in (local.backend_dir / "pytorch").iterdir()) == before  # the built one is kept
+
+
+# Triton's own ONNX Runtime backend (issue 33): built by `./tutorial setup` against the pinned wheel's library.
+
+def test_setup_built_the_onnxruntime_backend_against_the_wheels_library():
+    import subprocess
+
+    local = find_local_triton()
+    assert "onnxruntime" in local.backends, (
+        f"no native ONNX Runtime backend in {local.backend_dir}: `./tutorial setup` builds it "
+        "(python -m helpers.native_backends onnxruntime says why it could not)")
+    stamp = json.loads((local.backend_dir / "onnxruntime" / native_backends.STAMP).read_text())
+    version, library = native_backends.onnxruntime_library()
+    assert stamp["key"]["onnxruntime"] == version and stamp["key"]["cuda"] == "cpu"
+    assert "onnxruntime" in local.cpu_only_backends
+    linked = subprocess.run(["ldd", str(local.backend_dir / "onnxruntime" / "libtriton_onnxruntime.so")],
+                            capture_output=True, text=True).stdout
+    found = next(line.split("=>")[1].split()[0] for line in linked.splitlines() if "libonnxruntime.so" in line)
+    assert Path(found).resolve() == library.resolve()  # the very library `import onnxruntime` loads
+
+
+def test_native_onnxruntime_backend_serves_exactly_as_in_process(tmp_path, tiny_onnx):
+    repo = tmp_path / "models"
+    repository.add_model(repo, repository.config_from_onnx("tiny", tiny_onnx, max_batch_size=8), tiny_onnx)
+    x = np.random.default_rng(2).standard_normal((8, 8)).astype(np.float32)
+    with TritonServer(repo, "local") as server:
+        assert [(s.how, s.detail) for s in server.served] == [("native", "onnxruntime backend")]
+        http = tc.connect(server.url)
+        assert http.get_model_config("tiny")["backend"] == "onnxruntime"
+        for batch in (1, 3, 8):
+            served = next(iter(tc.infer(http, "tiny", x[:batch]).values()))
+            np.testing.assert_array_equal(served, export.run_onnx(tiny_onnx, x[:batch]))
+
+
+def test_a_gpu_group_runs_on_the_cpu_where_the_backend_has_no_gpu_build(tmp_path, tiny_onnx):
+    from helpers.standin import prepare_served_repository
+
+    repo = tmp_path / "models"
+    repository.add_model(repo, repository.config_from_onnx("tiny", tiny_onnx, max_batch_size=8,
+                                                           instance_kind="KIND_GPU"), tiny_onnx)
+    served = prepare_served_repository(repo, tmp_path / "mirror", ["onnxruntime"], cpu_only=["onnxruntime"])
+    assert [s.how for s in served] == ["native"] and "KIND_GPU instance groups run as KIND_CPU" in served[0].detail
+    mirrored = repository.read_config(tmp_path / "mirror" / "tiny")
+    assert [repository.mc.ModelInstanceGroup.Kind.Name(g.kind) for g in mirrored.instance_group] == ["KIND_CPU"]
+    assert repository.read_config(repo / "tiny").instance_group[0].kind == mirrored.instance_group[0].KIND_GPU  # source kept
+    served = prepare_served_repository(repo, tmp_path / "mirror2", ["onnxruntime"])  # a GPU build: served as written
+    assert served[0].detail == "onnxruntime backend" and (tmp_path / "mirror2" / "tiny").is_symlink()
+
+
+def test_onnxruntime_headers_come_from_an_archive_whose_api_the_library_has(tmp_path, monkeypatch):
+    import tarfile
+
+    def archive(folder, version, api):
+        include = tmp_path / "src" / f"onnxruntime-headers-{version}" / "include"
+        include.mkdir(parents=True)
+        (include / "onnxruntime_c_api.h").write_text(f"#define ORT_API_VERSION {api}\n")
+        with tarfile.open(folder / f"onnxruntime-headers-{version}.tar.gz", "w:gz") as tar:
+            tar.add(include.parent, arcname=include.parent.name)
+
+    given = tmp_path / "given"
+    given.mkdir()
+    archive(given, "1.29.0", 29)
+    monkeypatch.setenv("TRITON_SOURCE_DIR", str(given))
+    found = native_backends.onnxruntime_headers(tmp_path / "cache", "1.32.0")
+    assert native_backends._header_api_version(found) == 29
+    # a library older than the header's API cannot serve its calls: the archive is skipped, GitHub is asked
+    monkeypatch.setattr(native_backends, "ORT_GITHUB", "http://127.0.0.1:9")  # nothing listens: refused at once
+    with pytest.raises(native_backends.BuildUnavailable, match="could not download .*v1.28.0.*TRITON_SOURCE_DIR"):
+        native_backends.onnxruntime_headers(tmp_path / "cache2", "1.28.0")

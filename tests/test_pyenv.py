@@ -46,6 +46,7 @@ def _fake_env(path: Path, numpy_version: str) -> Path:
 
 
 def test_numpy2_environment_is_refused_before_the_server_starts(tiny_repo, tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTORIAL_WITHOUT_BACKENDS", "onnxruntime")  # the ONNX model by the Python-backend stand-in
     monkeypatch.setenv(pyenv.ENV_VAR, str(_fake_env(tmp_path / "env2", "2.1.3")))
     server = TritonServer(tiny_repo, "local")
     with pytest.raises(RuntimeError, match=r"has numpy 2\.1\.3.*inputs arrive as 0xff bytes.*helpers\.pyenv"):
