@@ -19,7 +19,17 @@ def _shape(name: str, batch: int, dims: Sequence[int]) -> str:
 
 
 class ContainerStepFailed(RuntimeError):
-    """A container step (trtexec, the engine inspection, the version read) ran and failed, or its image did not run."""
+    """A container step (trtexec, the engine inspection, the version read) ran and failed, or its image did not run
+    or could not be pulled."""
+
+
+def pulled(image: str) -> None:
+    """ngc.ensure_image for a container step: a failed pull (disk full, registry unreachable, rate limit) is that
+    step's failure, ContainerStepFailed with the reason first, so the notebook reports it and goes on."""
+    try:
+        ngc.ensure_image(image)
+    except ngc.PullFailed as exc:
+        raise ContainerStepFailed(str(exc)) from exc
 
 
 # trtexec's flags across the TensorRT versions of the NGC tags (_TRTEXEC_SOURCE, samples/common/sampleOptions.cpp at
@@ -89,10 +99,10 @@ def in_tensorrt_container(args: Sequence[str], host_dir: str | Path, tag: str = 
 
 def tensorrt_version_in_image(tag: str = "series", pull: bool = True) -> str:
     """The TensorRT version inside the NGC TensorRT image, read from its own Python package (pulled first unless
-    pull=False); ContainerStepFailed when the image does not run or says no version."""
+    pull=False); ContainerStepFailed when the image cannot be pulled, does not run or says no version."""
     image = ngc.image("tensorrt", ngc.series_tag(tag))
     if pull:
-        ngc.ensure_image(image)
+        pulled(image)
     args = ngc.docker_run(image, ["python3", "-c", "import tensorrt; print(tensorrt.__version__)"], gpus=None,
                           init=True)
     out = ngc.run_container(args, capture=True)
@@ -177,13 +187,18 @@ def read_trtexec_outputs(path: str | Path) -> dict[str, np.ndarray]:
 
 def run_checked(args: Sequence[str], log_file: str | Path) -> None:
     """Run a container command (its image pulled first, with progress), its output to `log_file`; raise
-    ContainerStepFailed with the log's tail when it fails. A `docker run` runs named, and a Ctrl-C or an error removes
-    its container (ngc.run_container), so an interrupted trtexec cannot write model.plan after the notebook moved on."""
+    ContainerStepFailed with the log's tail when it fails, or with the reason when its image cannot be pulled. A
+    `docker run` runs named, and a Ctrl-C or an error removes its container (ngc.run_container), so an interrupted
+    trtexec cannot write model.plan after the notebook moved on."""
     container = list(args[:2]) == ["docker", "run"]
-    if container:
-        ngc.ensure_image(ngc.image_of(args))
     log_file = Path(log_file)
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    if container:
+        try:
+            pulled(ngc.image_of(args))
+        except ContainerStepFailed as exc:
+            log_file.write_text(f"{ngc.as_shell(args)}\nnot run: {exc}\n")
+            raise
     with open(log_file, "w") as log:
         run = ngc.run_container if container else subprocess.run
         code = run(list(args), stdout=log, stderr=subprocess.STDOUT).returncode

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,11 +21,34 @@ from pathlib import Path
 NGC_TAG = "24.05"
 
 
+_TRT_10_1_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt/archives/tensorrt-1010/support-matrix/index.html"
+_TRT_10_5_NOTES = "https://docs.nvidia.com/deeplearning/tensorrt/latest/getting-started/release-notes-10/10.5.0.html"
+# TensorRT's own compute-capability floor, keyed by the first TensorRT (major, minor) that has it: TensorRT 10.0 to
+# 10.4 are "compiled to support all NVIDIA hardware with capability SM 7.0 or higher" (_TRT_10_1_MATRIX); TensorRT
+# 10.5 removed Volta: "NVIDIA Volta support (GPUs with compute capability 7.0) has been removed starting with TensorRT
+# 10.5" (_TRT_10_5_NOTES, Announcements; 10.0.1-10.4 announced it as deprecated). Read 2026-12.
+TENSORRT_COMPUTE_FLOOR = {(10, 0): (7, 0), (10, 5): (7, 5)}
+
+
+def _release_of(version: str) -> tuple[int, ...]:
+    """(major, minor, ...) of a version string such as "10.5.0.18"."""
+    return tuple(int(p) for p in re.findall(r"\d+", version))
+
+
+def tensorrt_compute_floor(version: str | None) -> tuple[int, int] | None:
+    """The oldest compute capability TensorRT `version` builds for (TENSORRT_COMPUTE_FLOOR), or None when the
+    version is unknown or older than any floor recorded."""
+    if not version:
+        return None
+    found = [floor for first, floor in sorted(TENSORRT_COMPUTE_FLOOR.items()) if _release_of(version)[:2] >= first]
+    return found[-1] if found else None
+
+
 @dataclass(frozen=True)
 class ReleasePolicy:
     """What one NGC release asks of the GPU and its driver, and the TensorRT it ships, from NVIDIA's notes."""
 
-    min_compute: tuple[int, int]  # the oldest compute capability the series' steps run on with this release
+    server_compute: tuple[int, int]  # the oldest compute capability the release's server supports (its notes)
     min_driver: int               # the driver branch the release's CUDA needs on any GPU
     # data-center GPUs may also use these older branches (CUDA forward compatibility): branch -> its oldest driver
     datacenter_branches: Mapping[int, tuple[int, int]] = field(default_factory=dict)
@@ -32,10 +56,15 @@ class ReleasePolicy:
     source: str = ""
     tensorrt_note: str = ""       # why `tensorrt` is None: what was read and did not say it
 
+    @property
+    def min_compute(self) -> tuple[int, int]:
+        """The oldest compute capability every step of the series runs on: the server's floor or its TensorRT's
+        (tensorrt_compute_floor), whichever is higher; min_compute(tag) also covers an unrecorded TensorRT."""
+        return max(self.server_compute, tensorrt_compute_floor(self.tensorrt) or self.server_compute)
+
 
 _NOTES = "https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-{}.html"
 _CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
-_TRT_10_1_MATRIX = "https://docs.nvidia.com/deeplearning/tensorrt/archives/tensorrt-1010/support-matrix/index.html"
 _TRITON_MATRIX = ("https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/introduction/"
                   "compatibility.html")
 _TRT_2602_UNKNOWN = ("not in the release notes read (the 26.02 notes' contents list and the TensorRT container's 26.02 "
@@ -48,8 +77,10 @@ _CUDA12_BRANCHES = {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 2
 # 24.05 (_NOTES.format("24-05")): CUDA 12.4, driver 545+, or on a data-center GPU 470.57+ (R470), 525.85+ (R525),
 #   535.86+ (R535), 545.23+ (R545); the server supports compute capability 6.0+, but the series builds with TensorRT
 #   10, "compiled to support all NVIDIA hardware with capability SM 7.0 or higher" (_TRT_10_1_MATRIX), so a Pascal
-#   GPU (P100, P4, P40) would pass the server's floor and fail in trtexec: the floor here is 7.0.
-# 24.10 (_NOTES.format("24-10")): CUDA 12.6.2, driver 560+, the same four data-center branches; 6.0+ (7.0, as above).
+#   GPU (P100, P4, P40) would pass the server's floor and fail in trtexec: the series' floor (min_compute) is the
+#   higher of the server's and its TensorRT's (TENSORRT_COMPUTE_FLOOR), 7.0 here.
+# 24.10 (_NOTES.format("24-10")): CUDA 12.6.2, driver 560+, the same four data-center branches; the server 6.0+, but
+#   its TensorRT 10.5.0 dropped Volta (_TRT_10_5_NOTES): 7.5, a V100 is refused.
 # 25.01 (_NOTES.format("25-01")): CUDA 12.8.0, driver 560+ (the notes' number; the branches are the same four),
 #   compute capability 7.5+ (Turing and newer: a V100 is refused). TensorRT 10.8.0.43 (Triton's compatibility matrix).
 # 26.02 (_NOTES.format("26-02")): CUDA 13.1.1, compute capability 7.5+ (Turing to Blackwell). Its notes say "driver 575
@@ -64,11 +95,10 @@ _CUDA12_BRANCHES = {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 2
 #   are as in 24.05 there (_TRITON_2602, the 26.02 server's sources, v2.66.0): every tritonserver flag the launcher
 #   passes is still in src/command_line_parser.cc, and build.py gives the Python backend numpy<2 and virtualenv only,
 #   so 14's JPEG step is left out as with 24.05. trtexec's flags across TensorRT 10 and 11: convert.py.
-# 22.11: carried over from the series' first table (driver 520, TensorRT 8.5.1), not re-read.
+# 22.11 (the articles' tag, TensorRT 8.5.1) was in the series' first table; it is older than OLDEST_TAG, so it is gone.
 RELEASE_POLICY = {
-    "22.11": ReleasePolicy((6, 0), 520, {}, "8.5.1", "series' first table"),
-    "24.05": ReleasePolicy((7, 0), 545, _CUDA12_BRANCHES, "10.0.1", _NOTES.format("24-05")),
-    "24.10": ReleasePolicy((7, 0), 560, _CUDA12_BRANCHES, "10.5.0", _NOTES.format("24-10")),
+    "24.05": ReleasePolicy((6, 0), 545, _CUDA12_BRANCHES, "10.0.1", _NOTES.format("24-05")),
+    "24.10": ReleasePolicy((6, 0), 560, _CUDA12_BRANCHES, "10.5.0", _NOTES.format("24-10")),
     "25.01": ReleasePolicy((7, 5), 560, _CUDA12_BRANCHES, "10.8.0", _NOTES.format("25-01")),
     "26.02": ReleasePolicy((7, 5), 580, {}, None, f"{_NOTES.format('26-02')} and {_CUDA_COMPAT}",
                            tensorrt_note=_TRT_2602_UNKNOWN),
@@ -77,6 +107,16 @@ RELEASE_POLICY = {
 # TensorRT inside NGC releases; for display and the stale-engine check only. Before a build, the notebooks read
 # the version from the image itself (convert.tensorrt_version_in_image), so a tag missing here is no guess.
 TENSORRT_IN_RELEASE = {tag: p.tensorrt for tag, p in RELEASE_POLICY.items() if p.tensorrt}
+
+# The oldest tag whose commands the series builds. The launcher passes tritonserver --metrics-address (every server):
+# server PR #5737, merged 2023-05-04, first in 23.05 (https://github.com/triton-inference-server/server/pull/5737).
+# Notebooks 13 and 14 pass perf_analyzer --request-count: client PR #633 ("Support for fixed number of requests",
+# c3cf1314), in src/c++/perf_analyzer/command_line_parser.cc of the client's r24.05 branch and not of r24.04
+# (https://github.com/triton-inference-server/client/tree/r24.05). The binding one is --request-count: an SDK image
+# before 24.05 rejects it, so 24.05 is the floor, and check_tag refuses older tags.
+OLDEST_TAG = "24.05"
+if min(RELEASE_POLICY) != OLDEST_TAG:  # every tag check_tag accepts has a recorded release at or before it
+    raise AssertionError(f"RELEASE_POLICY must start at OLDEST_TAG {OLDEST_TAG}; it starts at {min(RELEASE_POLICY)}")
 
 # Oldest NGC release whose CUDA supports a compute capability major version (Blackwell: 10.x, 12.x).
 FIRST_RELEASE_FOR_CC_MAJOR = {10: "25.01", 12: "25.01"}
@@ -96,10 +136,54 @@ IMAGES = {
 
 
 def check_tag(tag: str) -> str:
-    """Return `tag` if it looks like an NGC release tag (YY.MM), else raise."""
-    if not re.fullmatch(r"\d{2}\.\d{2}", tag):
-        raise ValueError(f"NGC tag must look like '24.05' (YY.MM); got {tag!r}")
+    """Return `tag` if it is an NGC release tag (YY.MM, month 01-12) the series can run (OLDEST_TAG or newer)."""
+    if not re.fullmatch(r"\d{2}\.\d{2}", tag) or not 1 <= int(tag[3:]) <= 12:
+        raise ValueError(f"NGC tag must look like '24.05' (YY.MM, month 01-12); got {tag!r}")
+    if tag < OLDEST_TAG:
+        raise ValueError(f"NGC tag must be {OLDEST_TAG} or newer, the oldest release whose commands this series "
+                         f"builds (its perf_analyzer has --request-count, its tritonserver --metrics-address); "
+                         f"got {tag!r}")
     return tag
+
+
+class UnrecordedRelease(UserWarning):
+    """An NGC tag the release table does not record: another release's facts stand in for its checks."""
+
+
+def _stand_in(tag: str) -> str:
+    """The recorded release whose facts hold for `tag`: itself, else the newest recorded one at or before it."""
+    return tag if tag in RELEASE_POLICY else max(t for t in RELEASE_POLICY if t <= check_tag(tag))
+
+
+def release_facts(tag: str) -> tuple[str, ReleasePolicy]:
+    """The release whose facts the checks use for NGC `tag`, and its policy: `tag`'s own, or for a tag the table does
+    not record the newest recorded release at or before it (the newest of all for a newer tag), with a warning that
+    says which (UnrecordedRelease); a tag older than OLDEST_TAG is refused (check_tag)."""
+    stand_in = _stand_in(check_tag(tag))
+    if stand_in != tag:
+        warnings.warn(f"NGC {tag} is not in helpers/ngc.py's release table; the facts of NGC {stand_in}, the newest "
+                      f"recorded release before it, stand in for its driver and GPU checks (driver "
+                      f"{RELEASE_POLICY[stand_in].min_driver}+, compute capability "
+                      f"{'.'.join(map(str, min_compute(tag)))}+): see {_NOTES.format(tag.replace('.', '-'))}",
+                      UnrecordedRelease, stacklevel=2)
+    return stand_in, RELEASE_POLICY[stand_in]
+
+
+def _floor(tag: str) -> tuple[tuple[int, int], str | None]:
+    """min_compute(tag), and the TensorRT version whose floor it is (None where the server's floor binds)."""
+    stand_in = _stand_in(tag)
+    policy = RELEASE_POLICY[stand_in]
+    known = [p.tensorrt for t, p in sorted(RELEASE_POLICY.items()) if t <= stand_in and p.tensorrt]
+    tensorrt = policy.tensorrt or (known[-1] if known else None)
+    floor = tensorrt_compute_floor(tensorrt)
+    return (floor, tensorrt) if floor and floor > policy.server_compute else (policy.server_compute, None)
+
+
+def min_compute(tag: str) -> tuple[int, int]:
+    """The oldest compute capability every step of the series runs on with NGC `tag` (its stand-in's for an
+    unrecorded tag): the server's floor or its TensorRT's, whichever is higher; a TensorRT the table does not record
+    is at least that of the newest recorded release before it (TensorRT only moves forward with the tag)."""
+    return _floor(tag)[0]
 
 
 SERIES_TAG_VARIABLE = "TUTORIAL_NGC_TAG"
@@ -171,16 +255,16 @@ def gpus_flag(gpu: int | str | None) -> str | None:
 
 
 def _driver(version: str) -> tuple[int, int]:
+    """(branch, minor) of a driver version such as "535.161.08"."""
     parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0]
     return parts[0], parts[1]
 
 
-def driver_problem(tag: str, name: str, driver: str) -> str | None:
-    """Why `driver` cannot run NGC `tag` on the GPU `name`, or None: the release's minimum, or on a data-center GPU
-    one of the long-term branches NVIDIA lists for it."""
-    policy = RELEASE_POLICY.get(tag)
-    if policy is None or not driver[:1].isdigit():
-        return None
+def _driver_problem(tag: str, policy: ReleasePolicy, name: str, driver: str) -> str | None:
+    """driver_problem against one release's policy (`tag` names it in the message)."""
+    if not re.match(r"\d+\.\d+", driver or ""):
+        return (f"its driver version could not be read (nvidia-smi gave {driver!r}), so whether it can run NGC {tag}'s "
+                f"CUDA (driver {policy.min_driver}+) is not known")
     need, branches = policy.min_driver, dict(policy.datacenter_branches)
     have = _driver(driver)
     if have[0] >= need:
@@ -196,33 +280,82 @@ def driver_problem(tag: str, name: str, driver: str) -> str | None:
             + (f" (data-center GPUs may use {allowed}; {name} is not one)" if allowed else ""))
 
 
+def driver_problem(tag: str, name: str, driver: str) -> str | None:
+    """Why `driver` cannot run NGC `tag` on the GPU `name`, or None: the release's minimum, or on a data-center GPU
+    one of the long-term branches NVIDIA lists for it (an unrecorded tag: release_facts' stand-in, with a warning); a
+    driver version that cannot be read is a problem too."""
+    _, policy = release_facts(tag)
+    return _driver_problem(tag, policy, name, driver)
+
+
 def _compute(cc: str) -> tuple[int, int] | None:
+    """(major, minor) of a compute capability such as "8.6", or None when it is not one."""
     found = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", cc or "")
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
+# Compute capability by name (https://developer.nvidia.com/cuda-gpus) of the data-center GPUs that may run a driver
+# branch older than R510, whose nvidia-smi has no `compute_cap` field ("Field "compute_cap" is not a valid field to
+# query" with 470.182: huggingface/candle#733, NVIDIA/TensorRT-LLM#735): R470 is allowed on them by the CUDA 12
+# releases' forward compatibility. Any other GPU on such a driver is refused by the driver check anyway.
+_COMPUTE_BY_NAME = {r"P4|P40": "6.1", r"P100": "6.0", r"V100": "7.0", r"T4": "7.5", r"A100|A800|A30": "8.0",
+                    r"A2|A10G?|A16|A40": "8.6"}
+
+
+def _compute_from_name(name: str) -> str | None:
+    """The compute capability of a data-center GPU named `name` (_COMPUTE_BY_NAME), or None."""
+    found = [cc for names, cc in _COMPUTE_BY_NAME.items() if re.search(rf"\b({names})\b", name or "")]
+    return found[0] if len(found) == 1 else None
+
+
 def gpu_problems(tag: str, gpus: Sequence[Mapping[str, str]], gpu: int | str | None = "series") -> list[str]:
     """Why the NGC release `tag` cannot use the GPU the series will use (`gpu`: an index, 'all', "series", or None
-    for every GPU listed), by compute capability and driver; [] when nothing is known against it. `gpus` as
-    runtime.gpu_properties() gives them."""
+    for every GPU listed), by compute capability and driver; [] only when every fact was read and holds. `gpus` as
+    runtime.gpu_properties() gives them. An unrecorded tag is checked against release_facts' stand-in (warned).
+
+    Facts that cannot be read are problems, not passes: no GPU listed, the chosen index missing (`--gpus device=N`
+    would fail), an unreadable driver, or a compute capability neither nvidia-smi (drivers before R510 lack the field)
+    nor the GPU's name (_COMPUTE_BY_NAME) gives. Refusing rather than warning, because a passed check sends `auto` to
+    docker, where each of these fails inside a container (trtexec, the server) far from its cause, while refusing
+    leaves the local world, and runtime="docker" then says which fact was missing."""
+    _, policy = release_facts(tag)
+    floor = min_compute(tag)
     gpu = series_gpu(gpu) if gpu == "series" else gpu
     chosen = [g for g in gpus if gpu in (None, "all") or str(g.get("index")) == str(gpu)]
-    policy = RELEASE_POLICY.get(check_tag(tag))
+    if not gpus:
+        return [f"nvidia-smi lists no GPU here (none, or its facts could not be read), so whether NGC {tag} can use "
+                "one (driver, compute capability) cannot be checked"]
+    if not chosen:
+        listed = ", ".join(str(g.get("index", "?")) for g in gpus)
+        return [f"GPU {gpu} is not among the GPUs nvidia-smi lists (indices {listed}): `--gpus device={gpu}` would "
+                f"fail, and its driver and compute capability cannot be checked; set ${GPU_VARIABLE} to one of them"]
     problems = []
     for g in chosen:
-        cc, label = g.get("compute_cap", ""), f"GPU {g.get('index', '?')} ({g.get('name', '?')})"
+        cc, name = g.get("compute_cap", ""), g.get("name", "")
+        label = f"GPU {g.get('index', '?')} ({name or '?'})"
         have = _compute(cc)
+        if have is None and _compute_from_name(name):
+            cc = _compute_from_name(name)
+            have = _compute(cc)
         first = FIRST_RELEASE_FOR_CC_MAJOR.get(have[0]) if have else None
-        if first and tag < first:
+        if have is None:
+            said = f"said {g['compute_cap_error']!r}" if g.get("compute_cap_error") else f"gave {cc!r}"
+            problems.append(f"{label}: its compute capability could not be read (nvidia-smi {said}; drivers before "
+                            f"R510 cannot report it), so whether NGC {tag} supports it ({'.'.join(map(str, floor))}+) "
+                            "is not known")
+        elif first and tag < first:
             problems.append(f"{label} has compute capability {cc}, which NGC {tag} does not support; use "
                             f"ngc_tag='{first}' or newer")
-        elif have and policy and have < policy.min_compute:
-            floor = ".".join(map(str, policy.min_compute))
-            newest_ok = [t for t, p in sorted(RELEASE_POLICY.items()) if have >= p.min_compute]
-            problems.append(f"{label} has compute capability {cc}; NGC {tag} needs {floor} or newer"
+        elif have < floor:
+            newest_ok = [t for t in sorted(RELEASE_POLICY) if have >= min_compute(t)]
+            tensorrt, later = _floor(tag)[1], "" if tag in RELEASE_POLICY else " or later"
+            why = (f": TensorRT {tensorrt}{later}, which the notebooks build with, supports no older GPU"
+                   if tensorrt else "")
+            problems.append(f"{label} has compute capability {cc}; NGC {tag} needs "
+                            f"{'.'.join(map(str, floor))} or newer{why}"
                             + (f" (ngc_tag='{newest_ok[-1]}' is the newest release the series knows for it)"
                                if newest_ok else ""))
-        problem = driver_problem(tag, g.get("name", ""), g.get("driver", ""))
+        problem = _driver_problem(tag, policy, name, g.get("driver", ""))
         if problem:
             problems.append(f"{label}: {problem}")
     return problems
@@ -358,8 +491,12 @@ def as_shell(args: Sequence[str]) -> str:
     return shlex.join([str(a) for a in args])
 
 
-_OPTIONS_WITH_VALUE = {"--name", "--gpus", "--network", "--user", "-p", "-v", "-w", "-e", "--shm-size", "--ulimit",
-                       "--ipc", "--pid"}
+# `docker run` options that take the next argument as their value (long and short forms; `--opt=value` is one argument)
+_OPTIONS_WITH_VALUE = {"--name", "--gpus", "--network", "--net", "--user", "-u", "-p", "--publish", "-v", "--volume",
+                       "-w", "--workdir", "-e", "--env", "--env-file", "--shm-size", "--ulimit", "--ipc", "--pid",
+                       "--security-opt", "--mount", "--device", "--entrypoint", "-l", "--label", "--group-add",
+                       "--cap-add", "--cap-drop", "--add-host", "-h", "--hostname", "-m", "--memory", "--cpus",
+                       "--runtime", "--platform", "--tmpfs", "--log-driver", "--log-opt", "--restart", "--pull"}
 
 
 def image_of(args: Sequence[str]) -> str:
@@ -466,21 +603,76 @@ def run_container(args: Sequence[str], *, capture: bool = False, grace: float = 
     return subprocess.CompletedProcess(as_run, proc.returncode, out, err)
 
 
+class PullFailed(RuntimeError):
+    """`docker pull` failed; `reason` says why in a few words (pull_failure_reason), the message adds docker's tail."""
+
+    def __init__(self, image_name: str, reason: str, detail: str = "", code: int | None = None) -> None:
+        self.image, self.reason, self.code = image_name, reason, code
+        exit_code = f" (exit {code})" if code is not None else ""
+        super().__init__(f"docker pull {image_name} failed{exit_code}: {reason}" + (f"\n{detail}" if detail else ""))
+
+
+# What `docker pull` prints when it fails, and what that means (the first that matches wins).
+_PULL_FAILURES = [
+    (r"Cannot connect to the Docker daemon|Is the docker daemon running", "no Docker engine answers"),
+    (r"permission denied while trying to connect", "this user may not use the Docker engine (permission denied "
+                                                  "on its socket)"),
+    (r"no space left on device", "the disk that holds Docker's images is full (no space left on device); free space "
+                                 "(`docker system df`, `docker image prune`) and run again"),
+    (r"toomanyrequests|too many requests|rate limit", "the registry's rate limit (toomanyrequests); wait, or log in "
+                                                       "(`docker login nvcr.io`) and run again"),
+    (r"unauthorized|authentication required|denied", "the registry refused access (unauthorized or denied); check "
+                                                     "`docker login nvcr.io`"),
+    (r"manifest unknown|not found", "the registry has no such image (is the tag published?)"),
+    (r"dial tcp|no such host|connection refused|i/o timeout|network is unreachable|TLS handshake timeout|"
+     r"context deadline exceeded|Client\.Timeout|connection reset", "the registry cannot be reached (network)"),
+]
+
+
+def pull_failure_reason(output: str) -> str:
+    """Why a `docker pull` failed, in a few words, from its output (disk full, rate limit, registry unreachable, ...);
+    else its last line."""
+    for pattern, reason in _PULL_FAILURES:
+        if re.search(pattern, output, re.IGNORECASE):
+            return reason
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else "docker pull printed nothing"
+
+
+_LAYER_EVENT = re.compile(r"^[0-9a-f]{12}: ")  # one line per layer and event when docker pull's output is no TTY
+
+
 def ensure_image(image_name: str) -> None:
-    """Pull the image unless the engine has it, showing docker's progress; a failed pull raises with docker's words.
+    """Pull the image unless the engine has it, showing docker's progress; a failed pull raises PullFailed with the
+    reason (pull_failure_reason) and docker's last lines, and a Ctrl-C stops the `docker pull` it started.
 
     Run before any timeout starts: an NGC image is 10-20 GB, and `docker run` would pull it silently."""
     if image_present(image_name):
         return
     print(f"pulling {image_name} (first use; NGC images are large, this can take many minutes) ...", flush=True)
-    proc = subprocess.Popen(["docker", "pull", image_name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    tail = []
-    for line in proc.stdout:
-        tail = (tail + [line.rstrip()])[-15:]
-        if not line.startswith(" ") or "Pull complete" in line or "Status" in line or "Digest" in line:
-            print(line.rstrip(), flush=True)
-    if proc.wait() != 0:
-        raise RuntimeError(f"docker pull {image_name} failed (exit {proc.returncode}):\n" + "\n".join(tail))
+    try:
+        proc = subprocess.Popen(["docker", "pull", image_name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True)
+    except OSError as exc:
+        raise PullFailed(image_name, f"docker could not start ({type(exc).__name__}: {exc})") from exc
+    tail: list[str] = []
+    try:
+        for line in proc.stdout:
+            tail = (tail + [line.rstrip()])[-15:]
+            if not line.startswith(" ") and (not _LAYER_EVENT.match(line) or "Pull complete" in line):
+                print(line.rstrip(), flush=True)
+        code = proc.wait()
+    finally:
+        if proc.poll() is None:  # interrupted: the pull would go on downloading after the notebook moved on
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    if code != 0:
+        output = "\n".join(tail)
+        raise PullFailed(image_name, pull_failure_reason(output), output, code)
 
 
 def pull_all(tag: str = "series") -> list[str]:
@@ -502,5 +694,8 @@ if __name__ == "__main__":
     if ns.action == "list":
         print("\n".join(image(kind, tag) for kind in IMAGES))
     else:
-        print("pulled:", ", ".join(pull_all(tag)))
+        try:
+            print("pulled:", ", ".join(pull_all(tag)))
+        except PullFailed as failed:
+            sys.exit(str(failed))
     sys.exit(0)

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,17 +69,33 @@ def container_toolkit() -> tuple[bool, str]:
                    "device driver \"\" with capabilities: [[gpu]]'; install the toolkit and restart Docker")
 
 
+def _query_gpus(fields: Sequence[str]) -> tuple[list[dict[str, str]], str]:
+    """One `nvidia-smi --query-gpu` of `fields`: a row per GPU, or [] and nvidia-smi's words when it fails."""
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [], f"{type(exc).__name__}: {exc}"
+    if out.returncode != 0:
+        text = (out.stdout.strip() or out.stderr.strip()).splitlines()
+        return [], (text[0] if text else f"exit code {out.returncode}, no output")
+    rows = [[part.strip() for part in line.split(",")] for line in out.stdout.strip().splitlines()]
+    return [dict(zip(fields, row)) for row in rows if len(row) == len(fields)], ""
+
+
 def gpu_properties() -> list[dict[str, str]]:
-    """Each visible NVIDIA GPU's name, compute capability and driver (nvidia-smi), or [] without one."""
+    """Each visible NVIDIA GPU's index, name, driver and compute capability (nvidia-smi), or [] without one.
+
+    The driver is asked for on its own: a driver before R510 rejects the whole query when it names `compute_cap`
+    ("Field "compute_cap" is not a valid field to query"), and the driver is the fact that catches an old driver;
+    its compute capability is then "" (ngc.gpu_problems says so, or takes it from a data-center GPU's name)."""
     if not shutil.which("nvidia-smi"):
         return []
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version",
-                              "--format=csv,noheader"], capture_output=True, text=True, timeout=15).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    rows = [[part.strip() for part in line.split(",")] for line in out.strip().splitlines() if line.count(",") == 3]
-    return [dict(zip(("index", "name", "compute_cap", "driver"), row)) for row in rows]
+    gpus, _ = _query_gpus(("index", "name", "driver_version"))
+    compute, why = _query_gpus(("index", "compute_cap"))
+    by_index = {row["index"]: row["compute_cap"] for row in compute}
+    return [{"index": g["index"], "name": g["name"], "compute_cap": by_index.get(g["index"], ""),
+             "driver": g["driver_version"], **({"compute_cap_error": why} if why else {})} for g in gpus]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from helpers.server import TritonServer
 
 def test_images_share_one_tag():
     assert ngc.image("tritonserver") == "nvcr.io/nvidia/tritonserver:24.05-py3"
-    assert ngc.image("sdk", "22.11") == "nvcr.io/nvidia/tritonserver:22.11-py3-sdk"
+    assert ngc.image("sdk", "24.10") == "nvcr.io/nvidia/tritonserver:24.10-py3-sdk"
     assert ngc.image("tensorrt") == "nvcr.io/nvidia/tensorrt:24.05-py3"
     assert ngc.tensorrt_version("24.05").startswith("10.")
     with pytest.raises(ValueError, match="YY.MM"):
