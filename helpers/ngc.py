@@ -108,12 +108,12 @@ RELEASE_POLICY = {
 # the version from the image itself (convert.tensorrt_version_in_image), so a tag missing here is no guess.
 TENSORRT_IN_RELEASE = {tag: p.tensorrt for tag, p in RELEASE_POLICY.items() if p.tensorrt}
 
-# The oldest tag whose commands the series builds. The launcher passes tritonserver --metrics-address (every server):
-# server PR #5737, merged 2023-05-04, first in 23.05 (https://github.com/triton-inference-server/server/pull/5737).
-# Notebooks 13 and 14 pass perf_analyzer --request-count: client PR #633 ("Support for fixed number of requests",
-# c3cf1314), in src/c++/perf_analyzer/command_line_parser.cc of the client's r24.05 branch and not of r24.04
-# (https://github.com/triton-inference-server/client/tree/r24.05). The binding one is --request-count: an SDK image
-# before 24.05 rejects it, so 24.05 is the floor, and check_tag refuses older tags.
+# The oldest tag the series runs: the oldest release whose facts it records (RELEASE_POLICY) and has run end to end
+# (24.05, its default). The commands alone would reach further back: the launcher's tritonserver --metrics-address is
+# in every server since 23.05 (server PR #5737, https://github.com/triton-inference-server/server/pull/5737), and every
+# perf_analyzer flag the series passes, count windows included, is parsed by the client's r23.05 branch
+# (src/c++/perf_analyzer/command_line_parser.cc). Older tags are refused because nothing here checks their driver,
+# GPU or TensorRT facts, not because a command is known to fail.
 OLDEST_TAG = "24.05"
 if min(RELEASE_POLICY) != OLDEST_TAG:  # every tag check_tag accepts has a recorded release at or before it
     raise AssertionError(f"RELEASE_POLICY must start at OLDEST_TAG {OLDEST_TAG}; it starts at {min(RELEASE_POLICY)}")
@@ -140,9 +140,8 @@ def check_tag(tag: str) -> str:
     if not re.fullmatch(r"\d{2}\.\d{2}", tag) or not 1 <= int(tag[3:]) <= 12:
         raise ValueError(f"NGC tag must look like '24.05' (YY.MM, month 01-12); got {tag!r}")
     if tag < OLDEST_TAG:
-        raise ValueError(f"NGC tag must be {OLDEST_TAG} or newer, the oldest release whose commands this series "
-                         f"builds (its perf_analyzer has --request-count, its tritonserver --metrics-address); "
-                         f"got {tag!r}")
+        raise ValueError(f"NGC tag must be {OLDEST_TAG} or newer, the oldest release whose driver, GPU and TensorRT "
+                         f"facts this series records and has run; got {tag!r}")
     return tag
 
 

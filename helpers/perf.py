@@ -13,7 +13,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,23 +56,14 @@ def window_spread(lines: Sequence[str]) -> str:
             f"average latency {min(latencies):.2f}-{max(latencies):.2f} ms ({_apart(latencies):.0%} apart)")
 
 
-def closed_loop_throughput(lines: Sequence[str], concurrency: int, batch_size: int = 1) -> float:
-    """Images per second of one request-count measurement, from its average latency: perf_analyzer keeps
-    `concurrency` synchronous requests in flight, so throughput = concurrency x batch / mean latency (Little's law).
-    Its own figure in that mode is the count over whole seconds (measured: 54 requests at 27.0 infer/s, 3162 at
-    1580.4, 40 at 39.99 -- 2.00, 2.00 and 1.00 s), which understates a count that lasts one or two seconds."""
-    passes = [int(m[3]) for line in lines for m in [PASS_LINE.search(line)] if m]
-    if not passes:
-        raise ValueError("no 'Pass [n] throughput: ... Avg latency: N usec' line in perf_analyzer's output (run it "
-                         "with -v): cannot compute the request-count throughput")
-    return concurrency * batch_size / (passes[-1] / 1e6)
+REQUEST_COUNT_LINE = re.compile(r"^\s*Request count: (\d+)")
 
 
-def rate_from_latency(row: dict, lines: Sequence[str], concurrency: int, batch_size: int = 1) -> dict:
-    """A request-count row with its rate from the mean latency (closed_loop_throughput), perf_analyzer's own figure
-    kept beside it as `throughput_reported`."""
-    return {**row, "throughput_reported": row["throughput"],
-            "throughput": closed_loop_throughput(lines, concurrency, batch_size)}
+def measured_requests(lines: Sequence[str]) -> int:
+    """The requests perf_analyzer's summary counted (`Request count: N` of its last client block: the stable windows
+    it reports), 0 when it printed none."""
+    counts = [int(m[1]) for line in lines for m in [REQUEST_COUNT_LINE.match(line)] if m]
+    return counts[-1] if counts else 0
 
 
 def _apart(values: Sequence[float]) -> float:
@@ -276,31 +267,49 @@ def require_perf_analyzer() -> PerfAnalyzer:
         raise SystemExit(str(exc)) from None
 
 
+# perf_analyzer's own default for --measurement-request-count (its CLI reference, CLI_DOC)
+DEFAULT_WINDOW_REQUESTS = 50
+CLI_DOC = "https://github.com/triton-inference-server/perf_analyzer/blob/main/docs/cli.md"
+
+
+def window_args(measurement_request_count: int | None = None, measurement_interval_ms: int | None = None) -> list[str]:
+    """How perf_analyzer bounds a measurement window. Count windows (the series' way, and the default here):
+    `--measurement-mode count_windows --measurement-request-count N`, a window ends once N requests have completed
+    (perf_analyzer checks once a second, so a window lasts whole seconds, at least one) and its rate is the requests
+    completed over the window's real duration: a window cannot be empty on a slow machine. Time windows
+    (`--measurement-interval`) only when `measurement_interval_ms` is given alone (to compare the two modes)."""
+    if measurement_request_count is not None and measurement_interval_ms is not None:
+        raise ValueError("give measurement_request_count (count windows) or measurement_interval_ms (time windows), "
+                         f"not both; got {measurement_request_count} and {measurement_interval_ms}")
+    if measurement_interval_ms is not None:
+        return ["--measurement-interval", str(int(measurement_interval_ms))]
+    count = DEFAULT_WINDOW_REQUESTS if measurement_request_count is None else int(measurement_request_count)
+    if count < 1:
+        raise ValueError(f"measurement_request_count must be at least 1; got {count}")
+    return ["--measurement-mode", "count_windows", "--measurement-request-count", str(count)]
+
+
 def perf_args(model: str, url: str, *, protocol: str = "grpc", concurrency: str = "1:16:1", batch_size: int = 1,
-              measurement_interval_ms: int = 5000, max_trials: int = 10, stability_percentage: int = 10,
-              shared_memory: str = "none", csv_file: str | None = None, percentile: int | None = None,
-              input_data: str | None = None, shapes: dict[str, Sequence[int]] | None = None,
-              measurement_request_count: int | None = None, request_count: int | None = None) -> list[str]:
-    """perf_analyzer's arguments (without the binary) for a concurrency sweep `start:end:step`; with
-    `measurement_request_count`, each window is at least that many requests (count_windows; a window lasts 1 s at
-    least); with `request_count`, each level is one measurement of exactly that many requests (no stability windows)."""
+              measurement_request_count: int | None = None, measurement_interval_ms: int | None = None,
+              max_trials: int = 10, stability_percentage: int = 10, shared_memory: str = "none",
+              csv_file: str | None = None, percentile: int | None = None, input_data: str | None = None,
+              shapes: dict[str, Sequence[int]] | None = None) -> list[str]:
+    """perf_analyzer's arguments (without the binary) for a concurrency sweep `start:end:step`, in count windows of
+    `measurement_request_count` requests (window_args; count_window sizes it from the memory limit), at most
+    `max_trials` windows per level until the last three agree within `stability_percentage`."""
     if protocol not in ("http", "grpc"):
         raise ValueError(f"protocol must be 'http' or 'grpc'; got {protocol!r}")
     if shared_memory not in ("none", "system", "cuda"):
         raise ValueError(f"shared_memory must be none, system or cuda; got {shared_memory!r}")
     if not re.fullmatch(r"\d+(:\d+(:\d+)?)?", concurrency):
         raise ValueError(f"concurrency must look like '1:16:1' (start:end:step); got {concurrency!r}")
-    window = (["--measurement-mode", "count_windows", "--measurement-request-count", str(measurement_request_count)]
-              if measurement_request_count else ["--measurement-interval", str(measurement_interval_ms)])
     args = ["-m", model, "-u", url, "-i", protocol, "-b", str(batch_size), "--concurrency-range", concurrency,
-            *window, "--max-trials", str(max_trials), "--stability-percentage", str(stability_percentage),
-            "--shared-memory", shared_memory, "-v"]
+            *window_args(measurement_request_count, measurement_interval_ms), "--max-trials", str(max_trials),
+            "--stability-percentage", str(stability_percentage), "--shared-memory", shared_memory, "-v"]
     if input_data:
         args += ["--input-data", input_data]
     for name, dims in (shapes or {}).items():
         args += ["--shape", f"{name}:{','.join(str(d) for d in dims)}"]
-    if request_count:
-        args += ["--request-count", str(request_count)]
     if percentile:
         args += ["--percentile", str(percentile)]
     if csv_file:
@@ -316,23 +325,40 @@ REQUEST_MARGIN = 1.1
 
 def request_budget(bytes_per_request: int, limit_gb: float | None = None, share: float = 0.8) -> int:
     """How many requests one perf_analyzer may send with the tensors in the requests (gRPC/HTTP, no shared memory)
-    and stay under `share` of the memory limit: it keeps what it sends (perf_analyzer #84), so its memory follows the
-    count of requests sent, whatever the windows. Count windows do not bound it: each lasts at least one second."""
+    and stay under `share` of the memory limit: it keeps what it sends until it exits (perf_analyzer #84), so its
+    memory follows the count of requests sent in the level, over all its windows."""
     limit = (limit_gb or default_memory_limit_gb()) * 2**30
     return int(limit * share / (REQUEST_MARGIN * (bytes_per_request + REQUEST_FIXED_BYTES)))
 
 
-def bounded_requests(bytes_per_request: int, limit_gb: float | None = None, most: int | None = None,
-                     least: int = 200) -> dict:
-    """perf_analyzer options for one measurement of a fixed number of requests (`--request-count`) that fits the
-    memory limit: the article's transport measured, not skipped. The cost is precision: one measurement of N
-    requests, no stability check, so its p99 rests on the slowest N/100 requests; `most` caps N (a slow CPU server
-    needs minutes for the count a GPU serves in a second). Raises when the limit leaves fewer than `least`."""
-    budget = request_budget(bytes_per_request, limit_gb)
+def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None = None, most: int | None = None,
+                 least: int = 20) -> dict:
+    """perf_args keyword arguments for count windows sized so that what one level keeps fits the memory limit:
+    {"measurement_request_count": N, "max_trials": trials}.
+
+    perf_analyzer keeps every request it sends over gRPC/HTTP until it exits (MEMORY_ISSUE), and a level sends about
+    N x trials requests, so N is the level's request_budget (the tensor's bytes plus perf_analyzer's own per request,
+    under 80 % of `limit_gb`, default default_memory_limit_gb()) divided by `trials`, capped at `most` (a slow
+    machine's rate: a window of N requests lasts N / rate seconds). A big request gives a smaller N.
+    `bytes_per_request=0` means the tensor travels through shared memory (`--shared-memory system|cuda`): nothing of
+    it is kept per request, so N is `most`.
+    A window is whole seconds (perf_analyzer checks the count once a second), at least one: it holds N requests or
+    more, and a row faster than N per second keeps its rate x 1 s per window; the memory guard (`watch`) stops such
+    a row and says so. Raises ValueError when the limit leaves fewer than `least` requests per window."""
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1; got {trials}")
+    if bytes_per_request <= 0:
+        if most is None:
+            raise ValueError("bytes_per_request=0 (shared memory) keeps nothing per request: give `most`, the "
+                             "requests a window may hold")
+        return {"measurement_request_count": int(most), "max_trials": trials}
+    limit = limit_gb or default_memory_limit_gb()
+    budget = request_budget(bytes_per_request, limit) // trials
     if budget < least:
-        raise ValueError(f"{bytes_per_request:,} bytes per request leave {budget} requests under "
-                         f"{(limit_gb or default_memory_limit_gb()):g} GB (at least {least} wanted): use shared memory")
-    return {"request_count": max(10, min(budget, most)) if most else budget}
+        raise ValueError(f"expected at least {least} requests per window; found {budget}: {bytes_per_request:,} bytes "
+                         f"per request over {trials} trial(s) fit {budget} per window under {limit:g} GB. Send the "
+                         "tensors through shared memory, lower max_trials, or raise the memory limit")
+    return {"measurement_request_count": min(budget, int(most)) if most else budget, "max_trials": trials}
 
 
 CUDA_IPC_ISSUE = "https://github.com/triton-inference-server/server/issues/3429"
@@ -374,6 +400,20 @@ def level_command(model: str, url: str, csv_file: str | Path, docker_tag: str | 
     return [str(pa.binary), *perf_args(model, url, csv_file=str(csv_file), **kwargs)], pa.env
 
 
+def _window(kwargs: dict) -> str:
+    """The window a level's settings ask for, in words: `count windows of N requests` or `M ms time windows`."""
+    if kwargs.get("measurement_interval_ms") is not None and kwargs.get("measurement_request_count") is None:
+        return f"{kwargs['measurement_interval_ms']} ms time windows"
+    return f"count windows of {_window_requests(kwargs)} requests"
+
+
+def _window_requests(kwargs: dict) -> int:
+    """--measurement-request-count of a level's settings (perf_analyzer's default when not set), 0 in time windows."""
+    if kwargs.get("measurement_interval_ms") is not None and kwargs.get("measurement_request_count") is None:
+        return 0
+    return int(kwargs.get("measurement_request_count") or DEFAULT_WINDOW_REQUESTS)
+
+
 def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwargs: dict,
                memory_limit_gb: float) -> Watched:
     """One perf_analyzer invocation under the memory guard; raises when it fails, passes the limit or never
@@ -383,23 +423,26 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
         ngc.ensure_image(ngc.image("sdk", docker_tag))
     watched = watch(command, {**os.environ, **env}, marker=csv_file.name, limit_gb=memory_limit_gb)
     lines = watched.output
+    where = (f"{model!r} at concurrency {kwargs.get('concurrency')} ({_window(kwargs)}, at most "
+             f"{kwargs.get('max_trials', 10)} of them)")
     if watched.stopped:
         transport = kwargs.get("shared_memory", "none")
-        remedy = ("shorten --measurement-interval or lower --max-trials, or raise memory_limit_gb"
-                  if transport != "none" else
-                  "send the tensors through shared memory (shared_memory='system', or 'cuda' with a GPU client), "
-                  "or shorten --measurement-interval / lower --max-trials")
-        raise MemoryLimitExceeded(f"{model!r} at concurrency {kwargs.get('concurrency')}: {watched.stopped}; "
-                                  f"it keeps every request it sends over {kwargs.get('protocol', 'grpc')} "
-                                  f"({MEMORY_ISSUE}): {remedy}")
-    if not kwargs.get("request_count") and any("Failed to obtain stable measurement" in ln for ln in lines):
-        raise UnstableMeasurement(f"perf_analyzer found no stable measurement for {model!r} at concurrency "
-                                  f"{kwargs.get('concurrency')}: {window_spread(lines)}, against "
-                                  f"{kwargs.get('stability_percentage', 10)} %: lengthen --measurement-interval or "
-                                  "loosen --stability-percentage")
-    if any("No valid requests recorded within time interval" in ln for ln in lines):  # exit 3: a window saw none
-        raise UnstableMeasurement(f"no request of {model!r} at concurrency {kwargs.get('concurrency')} completed within "
-                                  f"a {kwargs.get('measurement_interval_ms', 5000)} ms window ({window_spread(lines)}): "
+        smaller = ("lower --measurement-request-count or --max-trials (a window also lasts at least one second, so a "
+                   "fast row keeps a second of requests per window)")
+        remedy = (f"{smaller}, or raise memory_limit_gb" if transport != "none" else
+                  f"send the tensors through shared memory (shared_memory='system', or 'cuda' with a GPU client), "
+                  f"or {smaller}; perf.count_window sizes the count from the limit")
+        raise MemoryLimitExceeded(f"{where}: {watched.stopped}; it keeps every request it sends over "
+                                  f"{kwargs.get('protocol', 'grpc')} ({MEMORY_ISSUE}): {remedy}")
+    if any("Failed to obtain stable measurement" in ln for ln in lines):
+        longer = ("raise --measurement-request-count (longer windows) or --max-trials"
+                  if "count windows" in where else "lengthen --measurement-interval or raise --max-trials")
+        raise UnstableMeasurement(f"perf_analyzer found no stable measurement for {where}: {window_spread(lines)}, "
+                                  f"against {kwargs.get('stability_percentage', 10)} %: {longer}, or loosen "
+                                  f"--stability-percentage ({CLI_DOC})")
+    if any("No valid requests recorded within time interval" in ln for ln in lines):  # exit 3: a time window saw none
+        raise UnstableMeasurement(f"no request of {where} completed within a window ({window_spread(lines)}): use "
+                                  "count windows (measurement_request_count), which end when requests completed, or "
                                   "lengthen --measurement-interval (a busy or slow machine)")
     if watched.returncode != 0 or not csv_file.exists() or any(re.search(r"had error|Failed to|failed", ln) for ln in lines):
         raise RuntimeError(f"perf_analyzer failed (exit {watched.returncode}) for model {model!r}; command:\n"
@@ -432,20 +475,20 @@ def c_api_layout(local: "LocalTriton", model_repository: str | Path, models: Seq
 
 
 def c_api_command(model: str, install: str | Path, csv_file: str | Path, local: "LocalTriton", *,
-                  concurrency: int = 1, batch_size: int = 1, measurement_interval_ms: int = 5000, max_trials: int = 10,
-                  stability_percentage: int = 10, request_count: int | None = None) -> tuple[list[str], dict[str, str]]:
+                  concurrency: int = 1, batch_size: int = 1, measurement_request_count: int | None = None,
+                  measurement_interval_ms: int | None = None, max_trials: int = 10,
+                  stability_percentage: int = 10) -> tuple[list[str], dict[str, str]]:
     """perf_analyzer with Triton in its own process (`--service-kind=triton_c_api`): no HTTP/gRPC, no network, the
     inputs handed over in host memory. Its documented limits: no async mode, no shared memory, no request-rate mode
     (perf_analyzer's docs, "Benchmarking Triton directly via C API"). It keeps the requests it sends in this mode too
-    (an H200 run grew about 1 GB/s once requests flowed): `request_count` makes the level one measurement of that
-    many requests, as `bounded_requests` does for gRPC/HTTP."""
+    (an H200 run grew about 1 GB/s once requests flowed): size the count windows with count_window, as for gRPC/HTTP."""
     install = Path(install)
     pa = find_perf_analyzer()
     args = ["-m", model, "--service-kind=triton_c_api", f"--triton-server-directory={install}",
             f"--model-repository={install.parent / 'repository'}", "-b", str(batch_size),
-            "--concurrency-range", str(concurrency), "--measurement-interval", str(measurement_interval_ms),
+            "--concurrency-range", str(concurrency), *window_args(measurement_request_count, measurement_interval_ms),
             "--max-trials", str(max_trials), "--stability-percentage", str(stability_percentage), "-v",
-            *(["--request-count", str(request_count)] if request_count else []), "-f", str(Path(csv_file).resolve())]
+            "-f", str(Path(csv_file).resolve())]
     library_dir = str((install / "lib" / "libtritonserver.so").resolve().parent)
     ld = os.pathsep.join(p for p in [library_dir, local.env.get("LD_LIBRARY_PATH", ""), pa.env.get("LD_LIBRARY_PATH", ""),
                                      os.environ.get("LD_LIBRARY_PATH", "")] if p)
@@ -471,45 +514,49 @@ def c_api_level(model: str, install: str | Path, csv_file: str | Path, local: "L
         return {"concurrency": kwargs.get("concurrency", 1), "stable": False, "throughput": float("nan"),
                 "p99_ms": float("nan"), "error": reason}
     row = parse_csv(csv_file).iloc[0].to_dict()
-    if kwargs.get("request_count"):  # perf_analyzer's own rate counts whole seconds in this mode
-        row = rate_from_latency(row, watched.output, kwargs.get("concurrency", 1), kwargs.get("batch_size", 1))
     return {**row, "stable": True, "peak_rss_mb": watched.peak_mb, "client_cores": round(watched.client_cores, 3),
-            "requests": kwargs.get("request_count") or 0, "error": ""}
+            "window_requests": _window_requests(kwargs),
+            "requests": measured_requests(watched.output), "error": ""}
+
+
+DEFAULT_WARMUP_REQUESTS = 200
 
 
 def warmup_command(model: str, url: str, csv_file: str | Path, concurrency: int, docker_tag: str | None = None,
-                   seconds: float = 2.0, **kwargs) -> tuple[list[str], dict[str, str]]:
-    """The unmeasured pass `warm_up` runs: the level's own command with one window of `seconds` (or a tenth of its
-    `request_count`) and no stability to reach."""
-    settings = {**kwargs, "concurrency": str(concurrency), "max_trials": 1, "stability_percentage": 999}
-    if settings.get("request_count"):
-        settings["request_count"] = max(1, settings["request_count"] // 10)
-    else:
-        settings["measurement_interval_ms"] = int(seconds * 1000)
+                   requests: int = DEFAULT_WARMUP_REQUESTS, **kwargs) -> tuple[list[str], dict[str, str]]:
+    """The unmeasured pass `warm_up` runs: the level's own command with one count window of `requests` (at most
+    the level's own window, so its memory stays within the level's) and no stability to reach."""
+    window = kwargs.get("measurement_request_count")
+    settings = {**kwargs, "concurrency": str(concurrency), "max_trials": 1, "stability_percentage": 999,
+                "measurement_interval_ms": None,
+                "measurement_request_count": max(1, min(requests, window) if window else requests)}
     return level_command(model, url, Path(csv_file).with_name(f"{Path(csv_file).stem}_warmup.csv"), docker_tag,
                          **settings)
 
 
 def warm_up(model: str, url: str, csv_file: str | Path, concurrency: int, *, docker_tag: str | None = None,
-            seconds: float = 2.0, memory_limit_gb: float | None = None, **kwargs) -> Watched:
+            requests: int = DEFAULT_WARMUP_REQUESTS, memory_limit_gb: float | None = None, **kwargs) -> Watched:
     """One unmeasured perf_analyzer pass at `concurrency` before the first measurement: a TorchScript model
     specializes on its first runs (each new batch shape, which a dynamic batcher varies), so the first window after a
     start measures that work, not the model."""
     if docker_tag:
         ngc.ensure_image(ngc.image("sdk", docker_tag))
-    command, env = warmup_command(model, url, csv_file, concurrency, docker_tag, seconds, **kwargs)
+    command, env = warmup_command(model, url, csv_file, concurrency, docker_tag, requests, **kwargs)
     return watch(command, {**os.environ, **env}, marker=f"{Path(csv_file).stem}_warmup",
                  limit_gb=memory_limit_gb or default_memory_limit_gb())
 
 
 def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:1", docker_tag: str | None = None,
-        progress: bool = True, memory_limit_gb: float | None = None, warmup_s: float = 0.0,
+        progress: bool = True, memory_limit_gb: float | None = None, warmup_requests: int = 0,
         **kwargs) -> pd.DataFrame:
     """Measure each concurrency level of `start:end:step` with perf_analyzer, with a progress bar.
 
-    Returns one row per level (perf_analyzer's CSV, parsed) with perf_analyzer's peak resident memory (`peak_rss_mb`)
-    and the cores it kept busy (`client_cores`); with `warmup_s`, unmeasured passes at the first and the top level
-    come first (the first level's shape; the batches a dynamic batcher forms at the top);
+    Each level is measured in count windows (`measurement_request_count`, window_args; count_window sizes it) and
+    its rate is perf_analyzer's own. Returns one row per level (perf_analyzer's CSV, parsed) with perf_analyzer's
+    peak resident memory (`peak_rss_mb`), the cores it kept busy (`client_cores`), the window's request count
+    (`window_requests`) and the requests its summary counted (`requests`); with `warmup_requests`, unmeasured
+    passes of that many requests at the first and the top level come first (the first level's shape; the batches a
+    dynamic batcher forms at the top);
     a level that never stabilizes or passes `memory_limit_gb` (default: default_memory_limit_gb()) is kept with
     stable=False, no numbers and the reason in `error`, so one bad level does not lose the sweep. Raises when no level
     is stable. Each level's output goes to <csv>.log and, per stable level, to table.attrs["console"] (`console`);
@@ -522,9 +569,9 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
     csv_file.parent.mkdir(parents=True, exist_ok=True)
     rows, log, consoles = [], [], {}
     levels = concurrency_levels(concurrency)
-    for level in sorted({levels[0], levels[-1]}) if warmup_s else []:  # the first level's shape, the top's batches
-        log += warm_up(model, url, csv_file, level, docker_tag=docker_tag, seconds=warmup_s, memory_limit_gb=limit,
-                       **kwargs).output
+    for level in sorted({levels[0], levels[-1]}) if warmup_requests else []:  # the first level's shape, the top's batches
+        log += warm_up(model, url, csv_file, level, docker_tag=docker_tag, requests=warmup_requests,
+                       memory_limit_gb=limit, **kwargs).output
     for level in tqdm(levels, desc=f"perf_analyzer {model}", unit="level",
                       disable=not progress):
         level_csv = csv_file.with_name(f"{csv_file.stem}_c{level}.csv")
@@ -533,11 +580,9 @@ def run(model: str, url: str, csv_file: str | Path, *, concurrency: str = "1:16:
             log += watched.output
             consoles[level] = "".join(watched.output)
             table = parse_csv(level_csv)
-            if kwargs.get("request_count"):  # perf_analyzer's own rate counts whole seconds in this mode
-                table = pd.DataFrame([rate_from_latency(table.iloc[0].to_dict(), watched.output, level,
-                                                        kwargs.get("batch_size", 1))])
             rows.append(table.assign(stable=True, peak_rss_mb=watched.peak_mb, client_cores=round(watched.client_cores, 3),
-                                     requests=kwargs.get("request_count") or 0, error=""))
+                                     window_requests=_window_requests(kwargs),
+                                     requests=measured_requests(watched.output), error=""))
             level_csv.unlink()
         except (UnstableMeasurement, MemoryLimitExceeded) as exc:
             log.append(f"{exc}\n")
@@ -612,15 +657,16 @@ def verdict(rows: pd.DataFrame, label: str = "variant") -> pd.DataFrame:
     return out
 
 
-def memory_trace(model: str, url: str, csv_file: str | Path, *, concurrency: int, seconds: float,
+def memory_trace(model: str, url: str, csv_file: str | Path, *, concurrency: int, requests: int,
                  memory_limit_gb: float | None = None, **kwargs) -> pd.DataFrame:
-    """perf_analyzer's resident memory over one fixed window (one trial of `seconds`), sampled every 0.2 s: the
-    growth of issue #84 made visible. Returns columns seconds, rss_mb; attrs hold peak_mb, stopped and returncode.
-    With docker_tag the SDK image is pulled first (never inside the trace); a perf_analyzer that fails raises with its
-    output (one window cannot be stable, so that exit is the trace's normal end, as is the memory guard's stop)."""
+    """perf_analyzer's resident memory over one count window of `requests` requests (one trial), sampled every
+    0.2 s: the growth of issue #84 made visible, the same count for every transport. Returns columns seconds, rss_mb;
+    attrs hold peak_mb, stopped and returncode. With docker_tag the SDK image is pulled first (never inside the
+    trace); a perf_analyzer that fails raises with its output (one window cannot be stable, so that exit is the
+    trace's normal end, as is the memory guard's stop)."""
     docker_tag = kwargs.pop("docker_tag", None)
-    settings = {**kwargs, "concurrency": str(concurrency), "measurement_interval_ms": int(seconds * 1000),
-                "max_trials": 1, "stability_percentage": 999}
+    settings = {**kwargs, "concurrency": str(concurrency), "measurement_request_count": requests,
+                "measurement_interval_ms": None, "max_trials": 1, "stability_percentage": 999}
     command, env = level_command(model, url, csv_file, docker_tag, **settings)
     if docker_tag:
         ngc.ensure_image(ngc.image("sdk", docker_tag))
@@ -656,6 +702,132 @@ def best_per_knob(knobs: pd.DataFrame, p99_budget_ms: float | None = None) -> tu
         errors = table["error"].dropna().astype(str) if "error" in table else pd.Series(dtype=str)
         unstable[knob] = "; ".join(dict.fromkeys(e for e in errors if e)) or "no stable measurement"
     return chosen, unstable
+
+
+# --- the knee search and the winner rule: pure functions over measured rows (issue 32, items 3 and 4) ---
+
+RISING = 0.03  # a level "rises" when its throughput is at least 3 % over the best level below it
+
+
+def _level(row) -> dict:
+    """A measured level as a plain dict (a DataFrame row, a Series or a dict)."""
+    return dict(row) if not isinstance(row, pd.Series) else row.to_dict()
+
+
+def _knee_walk(rows, p99_budget_ms: float, rising: float) -> tuple[dict | None, dict | None, str]:
+    """(knee, the level above it, why the search stopped there): levels in rising concurrency count while they are
+    stable, within the p99 budget and rising; the knee is the last that counts before the first that does not."""
+    levels = sorted((_level(r) for r in rows), key=lambda r: r["concurrency"])
+    knee, best = None, 0.0
+    for row in levels:
+        c = int(row["concurrency"])
+        if not row.get("stable", True) or row.get("throughput") != row.get("throughput"):  # unstable, or NaN
+            return knee, row, f"concurrency {c} gave no stable measurement ({row.get('error') or 'no reason kept'})"
+        if row["p99_ms"] > p99_budget_ms:
+            return knee, row, f"p99 {row['p99_ms']:.2f} ms at concurrency {c} is over the {p99_budget_ms:g} ms budget"
+        if knee is not None and row["throughput"] < (1 + rising) * best:
+            return knee, row, (f"throughput stopped rising at concurrency {c}: {row['throughput']:.1f} is "
+                               f"{row['throughput'] / best - 1:+.1%} against the best below it, {best:.1f} at "
+                               f"concurrency {int(knee['concurrency'])} ({rising:.0%} needed)")
+        knee, best = row, max(best, row["throughput"])
+    return knee, None, ("" if knee is None else
+                        f"p99 within {p99_budget_ms:g} ms and throughput rising up to the highest level measured, "
+                        f"concurrency {int(knee['concurrency'])}: the knee is at least there")
+
+
+def _doubling(start: int, most: int | None, up_to: int) -> list[int]:
+    """The levels the search doubles through: start, 2 start, 4 start, ..., the last one capped at `most`."""
+    levels, c = [], start
+    while c <= up_to and (most is None or c <= most):
+        levels.append(c)
+        if most is not None and c < most < 2 * c:
+            levels.append(most)
+        c *= 2
+    return levels
+
+
+def next_level(rows, p99_budget_ms: float, *, start: int = 1, most: int | None = None,
+               rising: float = RISING) -> int | None:
+    """The next concurrency the knee search measures, or None when it is done. `rows` are the levels measured so far
+    (concurrency, throughput, p99_ms; `stable` False for a level without numbers). Concurrency doubles from `start`
+    (the last step capped at `most`) while p99 stays within `p99_budget_ms` and throughput rises (at least `rising`
+    over the best level below); then one level halfway between the knee (the last level that passed) and the first
+    that did not (bisection, once); then it stops. It stops at `most`, and at once when the first level fails."""
+    measured = sorted({int(_level(r)["concurrency"]) for r in rows})
+    if not measured:
+        return start
+    knee, above, _ = _knee_walk(rows, p99_budget_ms, rising)
+    if above is None:  # every level passed: double on, up to `most`
+        top = measured[-1]
+        if most is not None and top >= most:
+            return None
+        return top * 2 if most is None else min(top * 2, most)
+    if knee is None:  # the first level already failed: nothing lower to search
+        return None
+    doubling = set(_doubling(start, most, measured[-1]))
+    if any(c not in doubling for c in measured):  # the one bisection level is measured
+        return None
+    low, high = int(knee["concurrency"]), int(above["concurrency"])
+    middle = (low + high) // 2
+    return middle if low < middle < high else None
+
+
+def knee(rows, p99_budget_ms: float, *, rising: float = RISING) -> dict:
+    """The knee of measured levels: {"knee": the highest level within the p99 budget whose throughput still rose
+    (None when the first level failed), "above": the level above it that did not count (over budget, not rising, or
+    unstable; None when none did), "why": why the search stopped there}."""
+    found, above, why = _knee_walk(rows, p99_budget_ms, rising)
+    return {"knee": found, "above": above, "why": why}
+
+
+def find_knee(measure: Callable[[int], dict], p99_budget_ms: float, *, start: int = 1, most: int = 1024,
+              rising: float = RISING) -> dict:
+    """The knee search, driving `measure(concurrency) -> row` (a dict with throughput, p99_ms, and stable False for a
+    level without numbers) level by level as next_level says: knee's result plus `rows`, every level measured, in
+    the order measured."""
+    rows: list[dict] = []
+    while (level := next_level(rows, p99_budget_ms, start=start, most=most, rising=rising)) is not None:
+        rows.append({**_level(measure(level)), "concurrency": level})
+    return {**knee(rows, p99_budget_ms, rising=rising), "rows": rows}
+
+
+def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True, simpler: str,
+           least: int = 3) -> dict:
+    """The winner rule: several measurements of each setting (at least `least`, alternated on one server), and a
+    winner only when its range (min..max) clears every other setting's range; otherwise a tie within noise, and the
+    `simpler` setting is kept (when it is among the tied; else the best median of them). Returns {"winner": name or
+    None, "kept": name, "verdict": text, "ranges": {name: (min, max)}, "medians": {name: median}}."""
+    if simpler not in samples:
+        raise ValueError(f"simpler={simpler!r} is not one of the settings measured: {sorted(samples)}")
+    if len(samples) < 2:
+        raise ValueError(f"expected at least two settings to compare; found {len(samples)}: {sorted(samples)}")
+    short = {name: len(v) for name, v in samples.items() if len(v) < least}
+    if short:
+        raise ValueError(f"expected at least {least} measurements of each setting; found "
+                         + ", ".join(f"{n} of {name!r}" for name, n in short.items()))
+    ranges = {name: (float(min(v)), float(max(v))) for name, v in samples.items()}
+    medians = {name: float(pd.Series(list(v), dtype=float).median()) for name, v in samples.items()}
+    sign = 1 if higher_is_better else -1
+    order = sorted(samples, key=lambda name: -sign * medians[name])
+    best, others = order[0], order[1:]
+    low, high = ranges[best]
+
+    def clears(other: str) -> bool:
+        o_low, o_high = ranges[other]
+        return low > o_high if higher_is_better else high < o_low
+
+    if all(clears(o) for o in others):
+        runner = others[0]
+        r_low, r_high = ranges[runner]
+        lo, hi = (low / r_high, high / r_low) if higher_is_better else (r_low / high, r_high / low)
+        return {"winner": best, "kept": best, "ranges": ranges, "medians": medians,
+                "verdict": f"{best} wins: its range {low:g}-{high:g} clears every other's (against {runner}, "
+                           f"{lo:.2f}-{hi:.2f}x)"}
+    tied = [best, *[o for o in others if not clears(o)]]
+    kept = simpler if simpler in tied else best
+    why = "the simpler setting" if kept == simpler else f"the best median ({simpler} is clearly behind)"
+    return {"winner": None, "kept": kept, "ranges": ranges, "medians": medians,
+            "verdict": f"tie within noise: the ranges of {', '.join(tied)} overlap; keeping {kept} ({why})"}
 
 
 _COLUMNS = {"Concurrency": "concurrency", "Inferences/Second": "throughput", "Client Send": "client_send_us",

@@ -67,7 +67,7 @@ def auto_profile() -> tuple[str | None, str]:
 
     choice = choose_runtime("auto")
     if choice.name == "docker":
-        return None, f"{choice}: the article's parameters (16 concurrency levels, 5 s windows)"
+        return None, f"{choice}: the notebooks' own parameters (the article's 16 concurrency levels, count windows)"
     import torch
 
     if torch.cuda.is_available():

@@ -6,7 +6,7 @@
 #
 # Needs importable: torch (CUDA), torchvision, onnx, onnxruntime, pandas, matplotlib, scikit-image, psutil, pyyaml,
 # tqdm, ipywidgets, tritonclient, papermill, ipykernel; a Triton server ($TRITON_SERVER_BIN or on PATH) and perf_analyzer on
-# PATH. Building the PyTorch backend needs cmake, a C++ compiler, nvcc and the Python headers; without network,
+# PATH. Building the PyTorch and ONNX Runtime backends needs cmake, a C++ compiler, nvcc and the Python headers; without network,
 # TRITON_SOURCE_DIR names a folder with the release's source archives (see helpers/native_backends.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +34,7 @@ if ! "$VENV/bin/python" -c 'import numpy, sys; sys.exit(int(numpy.__version__.sp
     "$VENV/bin/python" -m helpers.pyenv "$TUTORIAL_PYTHON_ENV" ${WHEEL_DIR:+--find-links "$WHEEL_DIR"}
 fi
 [ $# -gt 0 ] || set -- 10 11 12 13
-# Triton's PyTorch backend, built with CUDA for this server (sources from GitHub, or $TRITON_SOURCE_DIR offline)
-"$VENV/bin/python" -m helpers.native_backends --strict pytorch
+# Triton's PyTorch backend, built with CUDA for this server, and its ONNX Runtime backend, built for the CPU against
+# this environment's onnxruntime wheel (sources from GitHub, or $TRITON_SOURCE_DIR offline)
+"$VENV/bin/python" -m helpers.native_backends --strict pytorch onnxruntime
 exec "$VENV/bin/python" -m helpers.series --profile gpu-local --run-dir "$RUN_DIR" --only "$@"

@@ -114,7 +114,7 @@ def test_a_container_left_by_an_interrupted_run_is_named_with_its_remedy(fake_do
 def test_perf_analyzer_csv_comes_back_from_the_sdk_container(fake_docker, tiny_repo, tmp_path):
     with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:  # 8001 only when free: ask the server
         table = perf.run("tiny", server.grpc_url, tmp_path / "perf" / "tiny.csv", concurrency="1:2:1",
-                         docker_tag=ngc.NGC_TAG, measurement_interval_ms=600, max_trials=5,
+                         docker_tag=ngc.NGC_TAG, measurement_request_count=10, max_trials=5,
                          stability_percentage=500, progress=False)  # the CSV's way back, not stability (CI: 2 busy cores)
     sdk_runs = [c for c in calls(fake_docker) if c[0] == "run" and ngc.image("sdk") in c]
     assert len(sdk_runs) == 2 and all(f"{(tmp_path / 'perf').resolve()}:/results" in c for c in sdk_runs)
@@ -403,7 +403,7 @@ def test_shared_memory_needs_the_hosts_ipc_on_both_sides(fake_docker, tiny_repo,
     """Issue 22, item 8: the test docker ignored --ipc on the SDK path, so dropping --ipc=host passed."""
     ngc.ensure_image(ngc.image("sdk"))
     with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
-        args = perf.perf_args("tiny", server.grpc_url, concurrency="1", measurement_interval_ms=600, max_trials=5,
+        args = perf.perf_args("tiny", server.grpc_url, concurrency="1", measurement_request_count=10, max_trials=5,
                               stability_percentage=500, shared_memory="system", csv_file="/results/t.csv")
         cmd = perf.docker_command(args, results_dir=tmp_path)
         dropped = [a for a in cmd if a != "--ipc=host"]
@@ -459,12 +459,12 @@ def test_memory_trace_pulls_the_sdk_image_first_and_checks_the_exit_code(fake_do
     with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
         state = Path(os.environ["FAKE_DOCKER_STATE"]) / "images"
         state.write_text("\n".join(i for i in state.read_text().split() if i != ngc.image("sdk")) + "\n")
-        trace = perf.memory_trace("tiny", server.grpc_url, tmp_path / "perf" / "trace.csv", concurrency=1, seconds=0.5,
+        trace = perf.memory_trace("tiny", server.grpc_url, tmp_path / "perf" / "trace.csv", concurrency=1, requests=20,
                                   docker_tag=ngc.NGC_TAG)
         assert trace.attrs["peak_mb"] > 0 and not trace.attrs["stopped"]  # perf_analyzer's memory, one window
         with pytest.raises(RuntimeError, match=r"perf_analyzer failed \(exit [1-9]\d*\) during the memory trace"):
             perf.memory_trace("no_such_model", server.grpc_url, tmp_path / "perf" / "t2.csv", concurrency=1,
-                              seconds=0.5, docker_tag=ngc.NGC_TAG)
+                              requests=20, docker_tag=ngc.NGC_TAG)
     log = calls(fake_docker)
     pulls = [i for i, c in enumerate(log) if c[0] == "pull" and c[1] == ngc.image("sdk")]
     sdk_runs = [i for i, c in enumerate(log) if c[0] == "run" and ngc.image("sdk") in c]
@@ -477,7 +477,7 @@ def test_every_docker_run_never_pulls_and_the_sdk_container_is_named_with_init(f
     container ran unnamed, without init, and nothing removed it when the kernel died."""
     with TritonServer(tiny_repo, RuntimeChoice("docker", "test")) as server:
         perf.run("tiny", server.grpc_url, tmp_path / "perf" / "tiny.csv", concurrency="1", docker_tag=ngc.NGC_TAG,
-                 measurement_interval_ms=500, max_trials=5, stability_percentage=500, progress=False)
+                 measurement_request_count=10, max_trials=5, stability_percentage=500, progress=False)
     runs = [c for c in calls(fake_docker) if c[0] == "run"]
     assert runs and all("--pull=never" in c[:c.index(ngc.image_of(["docker", *c]))] for c in runs), runs
     sdk = [c for c in runs if ngc.image("sdk") in c]

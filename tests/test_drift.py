@@ -56,8 +56,9 @@ def _first_level(stem: str) -> dict:
     """perf_analyzer's settings for the first concurrency level of a notebook's sweep, from its own parameters: what
     the notebook runs by default, not the helper's defaults (issue 24, item 4: 11 sets shared_memory="system")."""
     p = notebook_parameters(stem)
-    return {"protocol": p["protocol"], "concurrency": str(perf.concurrency_levels(p["concurrency"])[0]),
-            "measurement_interval_ms": p["measurement_interval_ms"], "max_trials": p["max_trials"],
+    window = perf.count_window(0 if p["shared_memory"] != "none" else 3 * 224 * 224 * 4, trials=p["max_trials"],
+                               limit_gb=perf.MEMORY_CAP_GB, most=p["measurement_request_count"])  # as 11 sizes it
+    return {"protocol": p["protocol"], "concurrency": str(perf.concurrency_levels(p["concurrency"])[0]), **window,
             "stability_percentage": p["stability_percentage"], "shared_memory": p["shared_memory"]}
 
 

@@ -1,6 +1,6 @@
-"""Measuring without losing the article's transport: a request count that fits the memory limit, warm-up passes,
-repeated headline rows with their spread, backend parameters and warm-up in a derived config, and the in-process
-reference with the input on the device."""
+"""Measuring without losing the article's transport: count windows sized to the memory limit, warm-up passes,
+repeated headline rows with their spread, the knee search and the winner rule on synthetic rows, backend parameters
+and warm-up in a derived config, and the in-process reference with the input on the device."""
 from __future__ import annotations
 
 import os
@@ -13,29 +13,57 @@ import pytest
 from helpers import bench, perf, repository
 
 
-def test_a_request_count_bounds_what_perf_analyzer_keeps():
-    args = perf.perf_args("m", "127.0.0.1:8001", concurrency="16", request_count=3000)
-    assert args[args.index("--request-count") + 1] == "3000"
-    fp32, uint8 = perf.bounded_requests(602_112, 3.5), perf.bounded_requests(150_528, 3.5)
-    # sized from the tensor's bytes plus perf_analyzer's own per request (measured on the H200), under 80 % of the limit
+def test_every_level_is_measured_in_count_windows_unless_time_windows_are_asked_for():
+    """perf_analyzer's count windows end when N requests completed (its CLI reference): never empty on a slow machine,
+    and the rate is perf_analyzer's own. Time windows only when asked for alone; --request-count is gone."""
+    args = perf.perf_args("m", "127.0.0.1:8001", concurrency="16", measurement_request_count=300, max_trials=6)
+    assert args[args.index("--measurement-mode") + 1] == "count_windows"
+    assert args[args.index("--measurement-request-count") + 1] == "300" and args[args.index("--max-trials") + 1] == "6"
+    default = perf.perf_args("m", "127.0.0.1:8001")
+    assert default[default.index("--measurement-request-count") + 1] == str(perf.DEFAULT_WINDOW_REQUESTS)
+    assert "--measurement-interval" not in args + default and "--request-count" not in args + default
+    timed = perf.perf_args("m", "127.0.0.1:8001", measurement_interval_ms=1500)
+    assert timed[timed.index("--measurement-interval") + 1] == "1500" and "--measurement-mode" not in timed
+    with pytest.raises(ValueError, match="not both"):
+        perf.perf_args("m", "127.0.0.1:8001", measurement_request_count=300, measurement_interval_ms=1500)
+    with pytest.raises(TypeError):
+        perf.perf_args("m", "127.0.0.1:8001", request_count=3000)  # noqa: the mode is gone
+
+
+def test_a_count_window_is_sized_from_the_memory_limit():
+    """N x trials requests of the tensor's bytes plus perf_analyzer's own per request (measured on the H200) stay under
+    80 % of the limit; a bigger request gives a smaller N; shared memory keeps nothing per request: N is `most`."""
+    fp32 = perf.count_window(602_112, trials=6, limit_gb=3.5)
+    uint8 = perf.count_window(150_528, trials=6, limit_gb=3.5)
     for nbytes, options in ((602_112, fp32), (150_528, uint8)):
-        held = options["request_count"] * (nbytes + perf.REQUEST_FIXED_BYTES) * perf.REQUEST_MARGIN
-        assert 0.7 * 3.5 * 2**30 < held <= 0.8 * 3.5 * 2**30, (nbytes, options)
-    assert uint8["request_count"] > 2 * fp32["request_count"]
-    assert perf.bounded_requests(602_112, 3.5, most=47, least=20) == {"request_count": 47}  # a CPU's rate caps it
-    with pytest.raises(ValueError, match="leave .* requests under 0.1 GB .*use shared memory"):
-        perf.bounded_requests(602_112, 0.1)
+        assert options["max_trials"] == 6
+        held = options["measurement_request_count"] * 6 * (nbytes + perf.REQUEST_FIXED_BYTES) * perf.REQUEST_MARGIN
+        assert 0.79 * 3.5 * 2**30 < held <= 0.8 * 3.5 * 2**30, (nbytes, options)
+    assert uint8["measurement_request_count"] > 2 * fp32["measurement_request_count"]
+    assert perf.count_window(602_112, trials=3, limit_gb=3.5)["measurement_request_count"] == perf.request_budget(602_112, 3.5) // 3
+    assert perf.count_window(602_112, trials=6, limit_gb=3.5, most=47) == {"measurement_request_count": 47, "max_trials": 6}
+    assert perf.count_window(0, trials=6, most=1000) == {"measurement_request_count": 1000, "max_trials": 6}  # shared memory
+    with pytest.raises(ValueError, match="give `most`"):
+        perf.count_window(0, trials=6)
+    with pytest.raises(ValueError, match=r"expected at least 20 requests per window; found \d+: 602,112 bytes .* under "
+                                         r"0.1 GB.*shared memory"):
+        perf.count_window(602_112, trials=6, limit_gb=0.1)
+    args = perf.perf_args("m", "h:1", concurrency="16", **fp32)  # the kwargs go straight into perf_args
+    assert args[args.index("--measurement-request-count") + 1] == str(fp32["measurement_request_count"])
 
 
 def test_the_warm_up_pass_is_the_level_itself_unmeasured(tmp_path, monkeypatch):
     monkeypatch.setattr(perf, "find_perf_analyzer", lambda: perf.PerfAnalyzer(tmp_path / "perf_analyzer", "test", {}))
-    command, _ = perf.warmup_command("m", "h:1", tmp_path / "x.csv", 16, None, 2.0, protocol="grpc",
-                                     measurement_interval_ms=5000, max_trials=10, stability_percentage=10)
+    command, _ = perf.warmup_command("m", "h:1", tmp_path / "x.csv", 16, None, 200, protocol="grpc",
+                                     measurement_request_count=500, max_trials=10, stability_percentage=10)
     assert command[command.index("--concurrency-range") + 1] == "16"
-    assert command[command.index("--measurement-interval") + 1] == "2000"
+    assert command[command.index("--measurement-mode") + 1] == "count_windows"
+    assert command[command.index("--measurement-request-count") + 1] == "200"
     assert command[command.index("--max-trials") + 1] == "1" and command[-1].endswith("x_warmup.csv")
-    counted, _ = perf.warmup_command("m", "h:1", tmp_path / "x.csv", 16, None, 2.0, request_count=3000)
-    assert counted[counted.index("--request-count") + 1] == "300"  # a tenth: the memory bound holds for it too
+    small, _ = perf.warmup_command("m", "h:1", tmp_path / "x.csv", 16, None, 200, measurement_request_count=40)
+    assert small[small.index("--measurement-request-count") + 1] == "40"  # never more than the level's own window
+    timed, _ = perf.warmup_command("m", "h:1", tmp_path / "x.csv", 16, None, 200, measurement_interval_ms=500)
+    assert "--measurement-interval" not in timed  # a warm-up is a count window too
 
 
 def _rows(*ranges):
@@ -137,12 +165,13 @@ def test_the_c_api_row_loads_only_its_model_with_the_local_servers_library_and_b
     assert f"--model-repository={install.parent / 'repository'}" in command
     assert "--shared-memory" not in command and "-u" not in command  # no network, no shared memory in this mode
     assert env["LD_LIBRARY_PATH"].split(":")[:2] == [str(lib.parent.resolve()), "/x"]
-    assert "--request-count" not in command
-    # perf_analyzer keeps its requests in this mode too (7290 MB after 18 s on an H200): a bounded count, when given
-    bounded, _ = perf.c_api_command("wanted", install, tmp_path / "c.csv", local, concurrency=16,
-                                    **perf.bounded_requests(150_528, 7.0))
-    count = int(bounded[bounded.index("--request-count") + 1])
-    assert count == perf.request_budget(150_528, 7.0) and count * (150_528 + perf.REQUEST_FIXED_BYTES) < 7 * 2**30
+    assert command[command.index("--measurement-mode") + 1] == "count_windows"
+    # perf_analyzer keeps its requests in this mode too (7290 MB after 18 s on an H200): count windows sized for it
+    sized, _ = perf.c_api_command("wanted", install, tmp_path / "c.csv", local, concurrency=16,
+                                  **perf.count_window(150_528, trials=5, limit_gb=7.0))
+    count = int(sized[sized.index("--measurement-request-count") + 1])
+    assert sized[sized.index("--max-trials") + 1] == "5" and count == perf.request_budget(150_528, 7.0) // 5
+    assert "--request-count" not in command + sized
 
 
 # --- GPU sampling (helpers.gpu): the no-GPU path, and nvidia-smi's CSV parsed from a fake nvidia-smi on PATH ---
@@ -213,25 +242,42 @@ def test_run_keeps_each_levels_console_output(tmp_path, monkeypatch):
         perf.console(table, 3)
 
 
-def test_a_request_count_row_takes_its_rate_from_the_mean_latency_not_whole_seconds(tmp_path, monkeypatch):
-    """perf_analyzer's rate in --request-count mode is the count over whole seconds: 3162 requests at concurrency 16
-    and 5.85 ms each took 1.16 s, and it printed 1580.41 infer/s (3162 / 2 s) on an H200 (2026-12-02d, the first call
-    of notebook 13; git history keeps that recording)."""
-    printed = ["  Sending 3162 benchmark requests\n",
-               "  Pass [1] throughput: 1580.41 infer/sec. Avg latency: 5848 usec (std 1683 usec). \n"]
+def test_a_count_window_row_keeps_perf_analyzers_own_rate_and_says_what_it_counted(tmp_path, monkeypatch):
+    """The rate of a count-window level is perf_analyzer's (completed requests over the windows' real duration), as
+    printed; the row says the window's size and the requests its summary counted."""
+    printed = ["  Pass [1] throughput: 1580.41 infer/sec. Avg latency: 5848 usec (std 1683 usec). \n",
+               "  Client: \n", "    Request count: 9482\n", "    Throughput: 1580.41 infer/sec\n"]
 
     def fake_level(model, url, csv_file, docker_tag, kwargs, limit):
         pd.DataFrame({"concurrency": [16], "throughput": [1580.41], "stable": [True]}).to_csv(csv_file, index=False)
         return perf.Watched(0, printed, 900.0, [])
 
     monkeypatch.setattr(perf, "_run_level", fake_level)
-    counted = perf.run("m", "localhost:8001", tmp_path / "m.csv", concurrency="16", progress=False, request_count=3162)
-    assert counted["throughput_reported"].iloc[0] == 1580.41
-    assert counted["throughput"].iloc[0] == pytest.approx(16 / 0.005848)           # 2736 infer/s: Little's law
-    timed = perf.run("m", "localhost:8001", tmp_path / "t.csv", concurrency="16", progress=False)
-    assert timed["throughput"].iloc[0] == 1580.41 and "throughput_reported" not in timed  # windows: its own rate
-    with pytest.raises(ValueError, match="Avg latency"):
-        perf.closed_loop_throughput(["no pass line\n"], 16)
+    counted = perf.run("m", "localhost:8001", tmp_path / "m.csv", concurrency="16", progress=False,
+                       measurement_request_count=500)
+    assert counted["throughput"].iloc[0] == 1580.41 and "throughput_reported" not in counted
+    assert counted["window_requests"].iloc[0] == 500 and counted["requests"].iloc[0] == 9482
+    default = perf.run("m", "localhost:8001", tmp_path / "d.csv", concurrency="16", progress=False)
+    assert default["window_requests"].iloc[0] == perf.DEFAULT_WINDOW_REQUESTS
+    assert perf.measured_requests(["no summary\n"]) == 0
+
+
+def test_an_unstable_count_window_level_names_the_remedies_of_count_windows(tmp_path, monkeypatch):
+    """Count windows can still fail to stabilize within --max-trials: the error keeps the windows' spread and says
+    what helps there (more requests per window, more trials, or a looser stability percentage)."""
+    printed = ["  Pass [1] throughput: 40.1 infer/sec. Avg latency: 99000 usec (std 1 usec). \n",
+               "  Pass [2] throughput: 20.3 infer/sec. Avg latency: 190000 usec (std 1 usec). \n",
+               "  Pass [3] throughput: 35.2 infer/sec. Avg latency: 110000 usec (std 1 usec). \n",
+               "Failed to obtain stable measurement within 3 measurement windows for concurrency 4.\n"]
+    monkeypatch.setattr(perf, "watch", lambda *a, **k: perf.Watched(2, printed, 20.0, []))
+    with pytest.raises(perf.UnstableMeasurement) as err:
+        perf._run_level("m", "127.0.0.1:8001", tmp_path / "m.csv", None,
+                        {"concurrency": "4", "measurement_request_count": 20, "max_trials": 3,
+                         "stability_percentage": 10}, 3.5)
+    text = str(err.value)
+    assert "count windows of 20 requests, at most 3 of them" in text and "(98% apart)" in text
+    assert "raise --measurement-request-count (longer windows) or --max-trials" in text
+    assert "--stability-percentage" in text and "measurement-interval" not in text
 
 
 def test_a_window_where_no_request_completed_marks_the_level_unstable(tmp_path, monkeypatch):
@@ -244,6 +290,82 @@ def test_a_window_where_no_request_completed_marks_the_level_unstable(tmp_path, 
                "  Pass [8] throughput: 1.65153 infer/sec. Avg latency: 955961 usec (std 18446744073709551615 usec). \n",
                "No valid requests recorded within time interval. Please use a larger time window.\n"]
     monkeypatch.setattr(perf, "watch", lambda *a, **k: perf.Watched(3, printed, 20.0, []))
-    with pytest.raises(perf.UnstableMeasurement, match=r"completed within a 500 ms window \(its last three windows"):
+    with pytest.raises(perf.UnstableMeasurement, match=r"500 ms time windows.* completed within a window \(its last three windows"):
         perf._run_level("m", "127.0.0.1:8001", tmp_path / "m.csv", None,
                         {"concurrency": "1", "measurement_interval_ms": 500}, 3.5)
+
+
+# --- the knee search and the winner rule, on synthetic rows ---
+
+def _measure(table: dict[int, tuple[float, float]]):
+    """A measuring function over a synthetic machine: concurrency -> (throughput, p99 ms); it records what it was
+    asked."""
+    asked = []
+
+    def measure(level: int) -> dict:
+        asked.append(level)
+        throughput, p99 = table[level]
+        return {"stable": True, "throughput": throughput, "p99_ms": p99}
+
+    return measure, asked
+
+
+def test_the_knee_search_doubles_until_p99_passes_the_budget_then_bisects_once():
+    machine = {1: (1000, 2.0), 2: (1900, 2.2), 4: (3600, 2.5), 8: (6500, 3.0), 16: (11000, 4.0), 32: (17000, 6.0),
+               64: (21000, 8.5), 128: (23000, 14.0), 96: (22500, 10.5)}
+    measure, asked = _measure(machine)
+    found = perf.find_knee(measure, 10.0, most=1024)
+    assert asked == [1, 2, 4, 8, 16, 32, 64, 128, 96]  # doubling, then one level between 64 and 128
+    assert found["knee"]["concurrency"] == 64 and found["above"]["concurrency"] == 96
+    assert "p99 10.50 ms at concurrency 96 is over the 10 ms budget" == found["why"]
+    inside = {**machine, 96: (22800, 9.5)}  # the bisection level within budget and rising: it is the knee
+    measure, asked = _measure(inside)
+    found = perf.find_knee(measure, 10.0)
+    assert asked[-1] == 96 and found["knee"]["concurrency"] == 96 and found["above"]["concurrency"] == 128
+    assert [r["concurrency"] for r in found["rows"]] == asked
+
+
+def test_the_knee_search_stops_where_throughput_stops_rising():
+    flat = {16: (11000, 3.0), 32: (17000, 4.0), 64: (17300, 7.0), 48: (17100, 5.5)}  # +1.8 % at 64: not rising
+    measure, asked = _measure(flat)
+    found = perf.find_knee(measure, 10.0, start=16)
+    assert asked == [16, 32, 64, 48]
+    assert found["knee"]["concurrency"] == 32 and found["above"]["concurrency"] == 48
+    assert found["why"].startswith("throughput stopped rising at concurrency 48") and "3% needed" in found["why"]
+
+
+def test_the_knee_search_over_budget_at_the_first_level_has_no_knee():
+    measure, asked = _measure({16: (900, 25.0)})
+    found = perf.find_knee(measure, 10.0, start=16)
+    assert asked == [16] and found["knee"] is None and found["above"]["concurrency"] == 16
+    assert "over the 10 ms budget" in found["why"]
+    unstable = perf.knee([{"concurrency": 16, "stable": False, "throughput": float("nan"), "p99_ms": float("nan"),
+                           "error": "passed the memory limit"}], 10.0)
+    assert unstable["knee"] is None and "no stable measurement (passed the memory limit)" in unstable["why"]
+
+
+def test_the_knee_search_never_over_budget_stops_at_most():
+    rising = {c: (1000.0 * c ** 0.9, 1.0 + c / 100) for c in (1, 2, 4, 8, 16, 32, 64, 100)}
+    measure, asked = _measure(rising)
+    found = perf.find_knee(measure, 10.0, most=100)
+    assert asked == [1, 2, 4, 8, 16, 32, 64, 100]  # the last doubling capped at `most`
+    assert found["knee"]["concurrency"] == 100 and found["above"] is None and "at least there" in found["why"]
+    assert perf.next_level(found["rows"], 10.0, most=100) is None
+    assert perf.next_level([], 10.0, start=4) == 4
+    assert perf.next_level(pd.DataFrame(found["rows"][:3]).to_dict("records"), 10.0, most=100) == 8  # tables work too
+
+
+def test_the_winner_rule_names_a_winner_only_beyond_noise():
+    tie = perf.winner({"defaults": [4355, 4733, 4302], "INFERENCE_MODE false": [4807, 4410, 4650]}, simpler="defaults")
+    assert tie["winner"] is None and tie["kept"] == "defaults" and tie["verdict"].startswith("tie within noise")
+    apart = perf.winner({"1 instance": [4294, 4310, 4350], "2 instances": [5942, 6190, 6568]}, simpler="1 instance")
+    assert apart["winner"] == apart["kept"] == "2 instances" and apart["ranges"]["2 instances"] == (5942, 6568)
+    assert "clears every other's" in apart["verdict"] and "1.37-1.53x" in apart["verdict"]
+    latency = perf.winner({"a": [3.1, 3.3, 3.2], "b": [4.0, 4.4, 4.2]}, higher_is_better=False, simpler="b")
+    assert latency["winner"] == "a"
+    behind = perf.winner({"simple": [1, 2, 3], "x": [10, 12, 11], "y": [11, 13, 12]}, simpler="simple")
+    assert behind["winner"] is None and behind["kept"] == "y"  # x and y tie; the simpler one is clearly behind both
+    with pytest.raises(ValueError, match=r"expected at least 3 measurements of each setting; found 2 of 'b'"):
+        perf.winner({"a": [1, 2, 3], "b": [4, 5]}, simpler="a")
+    with pytest.raises(ValueError, match="not one of the settings"):
+        perf.winner({"a": [1, 2, 3], "b": [4, 5, 6]}, simpler="c")

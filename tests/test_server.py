@@ -109,9 +109,10 @@ def test_perf_analyzer_against_real_server(tiny_server, tmp_path):
     # stability within 6x: this call checks the pipeline (the unstable path is the next call's), and in CI it runs
     # beside the notebooks of both worlds on 2 cores
     table = perf.run("tiny", server.grpc_url, tmp_path / "tiny.csv", concurrency="1:2:1",
-                     measurement_interval_ms=800, max_trials=5, stability_percentage=500, progress=False)
-    with pytest.raises(perf.UnstableMeasurement, match="no concurrency level of 1 was stable"):
-        perf.run("tiny", server.grpc_url, tmp_path / "never.csv", concurrency="1", measurement_interval_ms=300,
+                     measurement_request_count=20, max_trials=5, stability_percentage=500, progress=False)
+    with pytest.raises(perf.UnstableMeasurement, match="no concurrency level of 1 was stable.*raise "
+                                                       "--measurement-request-count"):
+        perf.run("tiny", server.grpc_url, tmp_path / "never.csv", concurrency="1", measurement_request_count=10,
                  max_trials=3, stability_percentage=0, progress=False)
     assert list(table["concurrency"]) == [1, 2] and table["stable"].all()
     assert (table["throughput"] > 0).all() and (table["p99_ms"] >= table["p50_ms"]).all()
@@ -119,10 +120,12 @@ def test_perf_analyzer_against_real_server(tiny_server, tmp_path):
     assert perf.parse_csv(tmp_path / "tiny.csv")["concurrency"].tolist() == [1, 2]
 
 
-def test_a_request_count_and_a_warm_up_against_a_real_server(tiny_server, tmp_path):
-    table = perf.run("tiny", tiny_server.grpc_url, tmp_path / "counted.csv", concurrency="1:2:1", request_count=60,
-                     measurement_interval_ms=500, max_trials=3, stability_percentage=500, progress=False, warmup_s=0.3)
-    assert list(table["concurrency"]) == [1, 2] and table["stable"].all() and (table["requests"] == 60).all()
+def test_count_windows_and_a_warm_up_against_a_real_server(tiny_server, tmp_path):
+    table = perf.run("tiny", tiny_server.grpc_url, tmp_path / "counted.csv", concurrency="1:2:1",
+                     measurement_request_count=60, max_trials=4, stability_percentage=500, progress=False,
+                     warmup_requests=30)
+    assert list(table["concurrency"]) == [1, 2] and table["stable"].all() and (table["window_requests"] == 60).all()
+    assert (table["requests"] >= 60).all()  # what perf_analyzer's summary counted: at least one window's worth
     assert (table["client_cores"] > 0).all()
     log = (tmp_path / "counted.log").read_text()
     assert log.count("Request concurrency: 1") >= 2 and "Request concurrency: 2" in log  # warm-ups, then levels
@@ -130,10 +133,10 @@ def test_a_request_count_and_a_warm_up_against_a_real_server(tiny_server, tmp_pa
 
 def test_memory_guard_stops_perf_analyzer_and_records_the_row(tiny_server, tmp_path):
     server = tiny_server
-    table = perf.run("tiny", server.grpc_url, tmp_path / "ok.csv", concurrency="1:2:1", measurement_interval_ms=800,
+    table = perf.run("tiny", server.grpc_url, tmp_path / "ok.csv", concurrency="1:2:1", measurement_request_count=20,
                      max_trials=5, stability_percentage=500, progress=False)  # the pipeline, not stability
     assert (table["peak_rss_mb"] > 0).all() and (table["error"] == "").all()
-    row = perf.measure_level("tiny", server.grpc_url, tmp_path / "capped.csv", 2, measurement_interval_ms=800,
+    row = perf.measure_level("tiny", server.grpc_url, tmp_path / "capped.csv", 2, measurement_request_count=20,
                              max_trials=5, stability_percentage=50, memory_limit_gb=0.005)
     assert row["stable"] is False and "passed the memory limit of 0.005 GB" in row["error"]
     assert "shared memory" in row["error"] and "issues/84" in row["error"]  # the remedy and the upstream issue
