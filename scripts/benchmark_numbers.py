@@ -556,15 +556,16 @@ def section_measured_right() -> str:
     return "\n".join(lines)
 
 
-LEVERS_RUN = "2026-12-02d"  # the H200 recording of the current notebooks that section_levers reads
+LEVERS_RUN = "2026-12-02d"  # the H200 recording (time windows, fixed saturation levels) that section_levers reads
 # what the recording is measured against (each as the median of three runs): images in flight -> (infer/s, p99 ms)
 TARGETS = {"16": (8000, 5.0), "knee": (25000, 10.0)}
 
 
 def _recorded_parameters(notebook: str) -> dict:
-    """The papermill parameters a notebook of the levers recording ran with (its executed copy in docs/runs)."""
-    path = RUNS / f"h200-{LEVERS_RUN}" / f"{notebook}.ipynb"
-    return json.loads(path.read_text())["metadata"]["papermill"]["parameters"]
+    """The papermill parameters a notebook of the levers recording ran with (kept from its executed copy, which a
+    later recording replaced in docs/runs, as docs/data/h200_<run>_<NN>_parameters.json)."""
+    path = DATA / f"h200_{LEVERS_RUN}_{notebook[:2]}_parameters.json"
+    return json.loads(path.read_text())
 
 
 def _repeated(row: dict) -> bool:
@@ -655,7 +656,7 @@ def _knee_lines(n14: dict) -> list[str]:
 
 
 def section_levers() -> str:
-    """The 2026-12-02d H200 recording of the current notebooks: 11 at every level, 13's comparison and backend
+    """The 2026-12-02d H200 recording (the notebooks before count windows): 11 at every level, 13's comparison and backend
     parameters, 14's headline rows three times, client batching and the C API at 16 images in flight, the knee, the
     levers at the knee's images in flight, and both against in-process at the batch the server formed."""
     data = {n: DATA / f"h200_{LEVERS_RUN}_{n}_results.json" for n in ("11", "13", "14")}
@@ -682,7 +683,7 @@ def section_levers() -> str:
     beyond = {label: v for label, v in changes.items() if abs(v / backend["defaults"] - 1) > spread}
     within = [label for label in changes if label not in beyond]
     lines = [
-        f"Run of 2026-12-02, the current notebooks (`docs/runs/h200-{LEVERS_RUN}/`: notebooks 10-13 in one device "
+        f"Run of 2026-12-02, the notebooks before count windows (reports in `docs/runs/h200-{LEVERS_RUN}/`: notebooks 10-13 in one device "
         "call, 14 in the next, 12 and then 13 again in later calls, each after its code changed (13 with 10 and 12 "
         "before it, serving that call's `resnet18_opt`); `gpu-local` profile; 13 with two values per knob, 14 with "
         f"{p14['measurement_interval_ms']} ms windows and its headline rows measured {n14['repeats']} times). Targets "

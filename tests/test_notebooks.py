@@ -124,7 +124,10 @@ def test_near_the_limit_numbers(ci_run):
     flight = int(near["knee"]["concurrency"])
     knee_levers = {r["lever"]: r for r in near["knee_levers"]}
     assert list(knee_levers)[0].startswith(f"1 image per request, concurrency {flight} (the knee")
-    assert all(r["stable"] for r in knee_levers.values()) and len(knee_levers) >= 2, knee_levers
+    # the knee search may stop low on two busy cores (throughput flat from the first level): client batching at the
+    # knee's images in flight needs a lever batch that divides them (the ci profile's lever_batches: 4, 16)
+    dividing = [b for b in (4, 16) if b <= 8 and flight % b == 0]
+    assert all(r["stable"] for r in knee_levers.values()) and len(knee_levers) == 1 + len(dividing), knee_levers
     assert near["knee_lever_batch"] is None or str(near["knee_lever_batch"]) in near["inprocess"]
     c_api = next(r for r in near["levers"] if r["lever"].startswith("C API"))
     assert c_api["stable"] and c_api["window_requests"] == 20       # count windows of the profile's size: they fit

@@ -190,8 +190,8 @@ def test_recorded_gpu_runs_are_published_with_their_label(served_site):
     pages = sorted((out / "recorded").glob("*/*/index.html"))
     runs = {p.parent.name for p in (series.ROOT / "docs" / "runs").glob("*/*.ipynb")}
     assert runs and {p.parent.parent.name for p in pages} == runs
-    h200 = (out / "recorded" / "h200-2026-12-02d" / "14_near_the_limit" / "index.html").read_text()
-    assert "Recorded run <code>h200-2026-12-02d</code>" in h200 and h200.count("data:image/png;base64,") >= 2
+    h200 = (out / "recorded" / "h200-2026-12-03" / "14_near_the_limit" / "index.html").read_text()
+    assert "Recorded run <code>h200-2026-12-03</code>" in h200 and h200.count("data:image/png;base64,") >= 2
 
 
 def _recorded_pages() -> list[str]:
