@@ -100,20 +100,36 @@ def expected_duration(profile: str | None) -> str:
 
 
 def recorded_ranges(profile: str | None) -> dict[str, list[float]]:
-    """Every recorded time (s) of each notebook in the runs a profile names; where some of those runs keep the
-    executed notebook, only theirs (a run of an older version of it does not count)."""
+    """Every recorded time (s) of each notebook in the runs a profile names (`recorded:`), from their run.json (or
+    report*.md where a run has none)."""
+    seen: dict[str, list[float]] = {}
+    for folder in _recorded_folders(profile):
+        for name, sec in _folder_seconds(folder).items():
+            seen.setdefault(name, []).append(sec)
+    return dict(sorted(seen.items()))
+
+
+def _recorded_folders(profile: str | None) -> list[Path]:
+    """The recorded run folders a profile names (`recorded:` in profiles.yml)."""
     import yaml
 
     entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
-    seen: dict[str, list[float]] = {}
-    kept: dict[str, list[float]] = {}
-    for folder in entry.get("recorded", []):
-        for report in sorted((ROOT / folder).glob("report*.md")):
-            for name, sec in REPORT_ROW.findall(report.read_text()):
-                seen.setdefault(name, []).append(float(sec))
-                if (ROOT / folder / f"{name}.ipynb").exists():
-                    kept.setdefault(name, []).append(float(sec))
-    return dict(sorted({**seen, **kept}.items()))
+    return [ROOT / folder for folder in entry.get("recorded", [])]
+
+
+def _folder_seconds(folder: Path) -> dict[str, float]:
+    """Each notebook that ran ok in a recorded run folder, with its seconds: from run.json, else its report*.md."""
+    run_file = folder / RUN_FILE
+    if run_file.exists():
+        entries = json.loads(run_file.read_text()).get("notebooks", {})
+        return {name: float(e["seconds"]) for name, e in sorted(entries.items()) if e.get("status") == "ok"}
+    reports = sorted(folder.glob("report*.md"))
+    if not reports:
+        raise FileNotFoundError(f"the recorded run {folder} has neither {RUN_FILE} nor a report.md")
+    times: dict[str, float] = {}
+    for report in reports:
+        times.update({name: float(sec) for name, sec in REPORT_ROW.findall(report.read_text())})
+    return times
 
 
 def save_results(run_dir: str | Path, notebook: str, results: dict) -> None:
@@ -128,19 +144,39 @@ REPORT_ROW = re.compile(r"^\| (\d\d_\w+) \| ok \| (\d+) \|", re.M)
 
 
 def recorded_seconds(profile: str | None) -> dict[str, float]:
-    """Each notebook's time (s) in the recorded runs a profile names (`recorded:` in profiles.yml; a later run wins),
-    read from their report*.md: what a run of this profile is expected to take."""
-    import yaml
-
-    entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
+    """Each notebook's time (s) in the recorded runs a profile names (`recorded:` in profiles.yml; a later run wins):
+    what a run of this profile is expected to take."""
     times: dict[str, float] = {}
-    for folder in entry.get("recorded", []):
-        reports = sorted((ROOT / folder).glob("report*.md"))
-        if not reports:
-            raise FileNotFoundError(f"profile {profile!r} names the recorded run {folder}, which has no report.md")
-        for report in reports:
-            times.update({name: float(sec) for name, sec in REPORT_ROW.findall(report.read_text())})
+    for folder in _recorded_folders(profile):
+        times.update(_folder_seconds(folder))
     return times
+
+
+RUN_FILE = "run.json"  # what a run folder ran: commit, trees, machine, profile, each notebook's seconds and status
+
+
+def update_run_file(run_dir: Path, notebook: str, status: str, seconds: float, profile: str | None,
+                    trees: dict[str, str], machine: dict) -> Path:
+    """Add one finished notebook to `run_dir`/run.json (created on the first; chained calls into one folder add
+    theirs): its seconds, status, profile and the trees of notebooks/, helpers/ and scripts/ it ran with."""
+    from . import recordings
+
+    path = run_dir / RUN_FILE
+    run = json.loads(path.read_text()) if path.exists() else {"notebooks": {}}
+    run["notebooks"][notebook] = {"seconds": round(seconds, 1), "status": status, "profile": profile or "article",
+                                  "trees": trees}
+    ran = [entry["trees"] for entry in run["notebooks"].values()]
+    same = trees if all(t == trees for t in ran) else None
+    head = {folder: recordings.git_output("rev-parse", f"HEAD:{folder}") for folder in trees}
+    commit = recordings.git_output("rev-parse", "HEAD") if same and all(
+        (head[f] or "").strip() == trees[f] for f in trees) else None
+    run.update(commit=commit.strip() if commit else None, trees=same, machine=machine, profile=profile or "article")
+    run["notebooks"] = dict(sorted(run["notebooks"].items()))
+    path.write_text(json.dumps({key: run[key] for key in RUN_KEYS if key in run}, indent=2) + "\n")
+    return path
+
+
+RUN_KEYS = ("world", "commit", "trees", "machine", "profile", "notebooks", "note")  # run.json's keys, in order
 
 
 def on_failure(profile: str | None) -> str:
@@ -538,6 +574,14 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
             raise ValueError(f"{nb.name} has no parameters {unknown}; its parameters cell declares {sorted(declared)}")
         planned.append((nb, params))
     rows, failed = [], []
+    from . import recordings
+
+    trees, machine = recordings.tree_ids(), recordings.machine()  # what every notebook of this call runs with
+
+    def finished(row: dict) -> None:
+        rows.append(row)
+        update_run_file(run_dir, row["notebook"], row["status"], row["seconds"], profile, trees, machine)
+
     kernels = _Kernels(_kernel_manager(log), kernel, log)
     try:
         for at, (nb, params) in enumerate(planned):
@@ -567,7 +611,7 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
                                            on_cell=at_cell, km=km)
             except Exception as error:
                 row.update(status="FAILED", seconds=time.monotonic() - start)
-                rows.append(row)
+                finished(row)
                 failed.append(nb.stem)
                 line.finish(f"FAILED after {row['seconds']:.0f} s")
                 out.write("\n".join(_failure_lines(error, run_dir / nb.name, log, line.cells)) + "\n")
@@ -575,7 +619,7 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
                 continue
             except BaseException:  # Ctrl-C: the line ends, the report says how far the run got
                 line.finish("interrupted")
-                rows.append({**row, "status": "interrupted", "seconds": time.monotonic() - start})
+                finished({**row, "status": "interrupted", "seconds": time.monotonic() - start})
                 write_report(run_dir, rows)
                 raise
             finally:
@@ -585,7 +629,7 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
                 finally:
                     kernels.reap(but=km)  # the previous notebook's, which exited while this one ran
             row.update(status="ok", seconds=time.monotonic() - start)
-            rows.append(row)
+            finished(row)
             hint = "" if row["expected"] is None else f" (recorded: {row['expected']:.0f} s)"
             line.finish(f"ok {row['seconds']:5.0f} s{hint}")
     finally:

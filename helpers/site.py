@@ -52,6 +52,8 @@ def assemble(run_dir: Path, target: Path = SITE_SOURCE) -> list[str]:
         shutil.copyfile(ROOT / source, target / page)
     for folder in ("img", "data"):
         shutil.copytree(ROOT / "docs" / folder, target / folder)
+    shutil.copytree(ROOT / "docs" / "runs", target / "runs", ignore=shutil.ignore_patterns("*.ipynb", "*.md"))
+    from . import recordings
     for path in executed:  # papermill's injected-parameters cell stays: it shows what this run used
         shutil.copyfile(path, target / "notebooks" / path.name)
     recorded = []  # the recorded GPU runs kept in docs/runs, published beside this run, labelled with their run
@@ -59,8 +61,10 @@ def assemble(run_dir: Path, target: Path = SITE_SOURCE) -> list[str]:
         page = Path("recorded") / path.parent.name / path.name
         (target / page).parent.mkdir(parents=True, exist_ok=True)
         notebook = json.loads(path.read_text())
-        label = (f"**Recorded run `{path.parent.name}`**: executed on the machine that run names (see "
-                 "docs/benchmarks.md), kept in the repository under docs/runs; not this site's CI run.")
+        world = path.parent.name
+        said = recordings.label(world) if world in recordings.WORLDS else "not one of the current recordings"
+        label = (f"**Recorded run `{world}`**: executed on the machine its run.json names (see docs/benchmarks.md), "
+                 f"kept in the repository under docs/runs/{world}; not this site's CI run; {said}.")
         notebook["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": [label]})
         (target / page).write_text(json.dumps(notebook))
         recorded.append(str(page))

@@ -1,23 +1,36 @@
-"""Keep an executed run of the series in the repository: its notebooks and report in docs/runs/NAME, its results and
-tables in docs/data, with the machine's own paths written as a reader's (the run folder as runs/NAME, the checkout as
-$PWD, the machine's binaries by their names (--bin-dir)) and the committed markdown in each recorded notebook.
+"""Keep a finished run of the series as one of the repository's two recordings, docs/runs/cpu or docs/runs/h200.
 
-    python scripts/record_run.py RUN_DIR NAME [--only 14 15] [--data-prefix h200_2026-12-02d] [--root PATH]
-                                 [--bin-dir DIR ...] [--replace OLD=NEW ...]
+    python scripts/record_run.py RUN_DIR WORLD [--root PATH] [--bin-dir DIR ...] [--replace OLD=NEW ...]
 
-RUN_DIR is a finished run folder (`./tutorial series`, scripts/gpu_local_run.sh, or the ci run of the tests);
---root is the checkout the run executed from, when it is not this one (a device machine's copy, a CI clone).
+WORLD is `cpu` (every notebook, ci profile) or `h200` (10-15, gpu-local profile). The run folder's run.json (the
+series runner writes it) must show every notebook run with the same notebooks/, helpers/ and scripts/ trees, and a
+commit of this repository must have those trees: the recording names that commit. The folder docs/runs/WORLD is
+replaced whole: the executed notebooks, report*.md, run.json, results/*.json and the run's NN_*.csv and NN_*.png,
+with the machine's own paths written as a reader's (the run folder as runs/WORLD, the checkout as $PWD, binaries by
+their names). --root is the checkout the run executed from, when it is not this one (a device machine's copy).
+
+The CPU world in one command (from a clean checkout): scripts/record_cpu.sh
 """
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS, RUNS, DATA = ROOT / "notebooks", ROOT / "docs" / "runs", ROOT / "docs" / "data"
+sys.path.insert(0, str(ROOT))
+from helpers import recordings, series  # noqa: E402
+
+RUNS = ROOT / "docs" / "runs"
+PROFILES = {"cpu": "ci", "h200": "gpu-local"}  # the profile each world is recorded with
+
+
+class MixedRun(ValueError):
+    """The run folder's notebooks ran with different trees, or with trees no commit has."""
 
 
 def replacements(run_dir: Path, name: str, roots: list[Path], extra: list[tuple[str, str]],
@@ -36,61 +49,91 @@ def rewrite(text: str, pairs: list[tuple[str, str]]) -> str:
     return text
 
 
-def with_committed_markdown(recorded: dict, committed: dict) -> dict:
-    """The recorded notebook with each markdown cell's text taken from the committed cell of the same id."""
-    texts = {c.get("id"): c["source"] for c in committed["cells"] if c["cell_type"] == "markdown" and c.get("id")}
-    for cell in recorded["cells"]:
-        if cell["cell_type"] == "markdown" and cell.get("id") in texts:
-            cell["source"] = texts[cell["id"]]
-    return recorded
+def one_trees(run: dict) -> dict[str, str]:
+    """The trees every notebook of a run ran with; MixedRun names the notebooks and trees where they differ."""
+    groups: dict[str, list[str]] = {}
+    for stem, entry in run.get("notebooks", {}).items():
+        groups.setdefault(json.dumps(entry.get("trees"), sort_keys=True), []).append(stem)
+    if not groups:
+        raise MixedRun("run.json lists no notebook: expected the series runner's entries under 'notebooks'")
+    if len(groups) > 1:
+        told = "; ".join(f"{', '.join(stems)} ran with {trees}" for trees, stems in groups.items())
+        raise MixedRun(f"the run's notebooks ran with different code, expected one set of trees: {told}")
+    return json.loads(next(iter(groups)))
 
 
-def record(run_dir: Path, name: str, *, only: list[str] | None = None, data_prefix: str | None = None,
-           roots: list[Path] | None = None, extra: list[tuple[str, str]] | None = None,
+def commit_of(trees: dict[str, str], root: Path = ROOT) -> str:
+    """The newest commit (of `git log`) whose notebooks/, helpers/ and scripts/ trees are `trees`."""
+    log = recordings.git_output("log", "--format=%H", root=root)
+    if log is None:
+        raise MixedRun(f"git log failed in {root}: a recording names its commit, so it needs the repository's history")
+    for commit in log.split():
+        listed = recordings.git_output("ls-tree", commit, "--", *trees, root=root) or ""
+        found = {row.split("\t")[1]: row.split()[2] for row in listed.splitlines()}
+        if found == trees:
+            return commit
+    raise MixedRun(f"no commit of `git log` has the trees the run ran with ({trees}): commit the code the run "
+                   f"executed, then record")
+
+
+def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra: list[tuple[str, str]] | None = None,
            bin_dirs: list[Path] | None = None) -> list[Path]:
-    """Copy the run's notebooks (rewritten), report and data into the repository; returns the files written."""
+    """Replace docs/runs/`world` with the run: its notebooks (rewritten), reports, results, tables, plots and
+    run.json (with the commit); returns the files written."""
     run_dir = run_dir.resolve()
-    executed = sorted(p for p in run_dir.glob("*.ipynb") if not only or any(p.stem.startswith(o) for o in only))
-    if not executed:
-        raise FileNotFoundError(f"no executed notebook{' matching ' + str(only) if only else ''} in {run_dir}: "
-                                f"expected files like 14_near_the_limit.ipynb there")
-    pairs = replacements(run_dir, name, [ROOT, *(roots or [])], extra or [], bin_dirs or [])
-    target = RUNS / name
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for path in executed:
-        committed = NOTEBOOKS / path.name
-        if not committed.exists():
-            raise FileNotFoundError(f"{path.name} has no committed notebook: expected {committed}")
-        nb = with_committed_markdown(json.loads(rewrite(path.read_text(), [(json.dumps(o)[1:-1], json.dumps(n)[1:-1])
-                                                                            for o, n in pairs])),
-                                     json.loads(committed.read_text()))
-        out = target / path.name
-        out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-        written.append(out)
-    for report in sorted(run_dir.glob("report*.md")):
-        (target / report.name).write_text(rewrite(report.read_text(), pairs))
-        written.append(target / report.name)
-    if data_prefix:
-        stems = {p.stem[:2]: p.stem for p in executed}
-        for prefix, stem in stems.items():
-            results = run_dir / "results" / f"{stem}.json"
-            if results.exists():
-                out = DATA / f"{data_prefix}_{prefix}_results.json"
-                out.write_text(rewrite(results.read_text(), [(json.dumps(o)[1:-1], json.dumps(n)[1:-1]) for o, n in pairs]))
-                written.append(out)
-            for table in sorted(run_dir.glob(f"{prefix}_*.csv")):
-                shutil.copyfile(table, DATA / f"{data_prefix}_{table.name}")
-                written.append(DATA / f"{data_prefix}_{table.name}")
-    return written
+    if world not in PROFILES:
+        raise ValueError(f"world must be one of {sorted(PROFILES)}; got {world!r}")
+    target = RUNS / world
+    run_file = run_dir / series.RUN_FILE
+    if not run_file.exists():
+        raise FileNotFoundError(f"{run_file} is missing: expected the series runner's run.json in the run folder "
+                                f"(./tutorial series writes it as each notebook finishes)")
+    run = json.loads(run_file.read_text())
+    if run.get("profile") != PROFILES[world]:
+        raise MixedRun(f"the {world} recording is made with the {PROFILES[world]!r} profile; the run used "
+                       f"{run.get('profile')!r}")
+    trees = one_trees(run)
+    commit = commit_of(trees)
+    failed = [stem for stem, entry in run["notebooks"].items() if entry.get("status") != "ok"]
+    if failed:
+        raise MixedRun(f"notebooks {failed} did not finish ok in {run_dir}: expected every notebook ok")
+    executed = sorted(run_dir.glob("*.ipynb"))
+    if {p.stem for p in executed} != set(run["notebooks"]):
+        raise MixedRun(f"run.json lists {sorted(run['notebooks'])}, the folder holds {[p.stem for p in executed]}")
+    pairs = replacements(run_dir, world, [ROOT, *(roots or [])], extra or [], bin_dirs or [])
+    json_pairs = [(json.dumps(o)[1:-1], json.dumps(n)[1:-1]) for o, n in pairs]
+    staging = Path(tempfile.mkdtemp(prefix=f"record-{world}-", dir=target.parent))
+    try:
+        for path in executed:
+            (staging / path.name).write_text(rewrite(path.read_text(), json_pairs))
+        for report in sorted(run_dir.glob("report*.md")):
+            (staging / report.name).write_text(rewrite(report.read_text(), pairs))
+        for results in sorted((run_dir / "results").glob("*.json")):
+            (staging / "results").mkdir(exist_ok=True)
+            (staging / "results" / results.name).write_text(rewrite(results.read_text(), json_pairs))
+        for table in sorted([*run_dir.glob("[0-9][0-9]_*.csv"), *run_dir.glob("[0-9][0-9]_*.png")]):
+            if table.suffix == ".csv":
+                (staging / table.name).write_text(rewrite(table.read_text(), pairs))
+            else:
+                shutil.copyfile(table, staging / table.name)
+        for entry in run["notebooks"].values():
+            entry["commit"] = commit
+        run.update(world=world, commit=commit, trees=trees)
+        (staging / series.RUN_FILE).write_text(json.dumps({k: run[k] for k in series.RUN_KEYS if k in run},
+                                                          indent=2) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return sorted(p for p in target.rglob("*") if p.is_file())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("name", help="the folder under docs/runs, e.g. h200-2026-12-02d")
-    parser.add_argument("--only", nargs="*", help="notebook prefixes to keep, e.g. 14 15")
-    parser.add_argument("--data-prefix", help="copy results/*.json and NN_*.csv to docs/data/<prefix>_...")
+    parser.add_argument("world", choices=recordings.WORLDS, help="the recording to replace: docs/runs/WORLD")
     parser.add_argument("--root", action="append", type=Path, default=[], help="the checkout the run executed from")
     parser.add_argument("--bin-dir", action="append", type=Path, default=[],
                         help="a folder of the machine's binaries (tritonserver, perf_analyzer): named alone")
@@ -101,9 +144,12 @@ def main(argv: list[str] | None = None) -> int:
         if "=" not in item:
             parser.error(f"--replace takes OLD=NEW; got {item!r}")
         extra.append(tuple(item.split("=", 1)))
-    for path in record(ns.run_dir, ns.name, only=ns.only, data_prefix=ns.data_prefix, roots=ns.root, extra=extra,
-                       bin_dirs=ns.bin_dir):
-        print(path.relative_to(ROOT))
+    try:
+        written = record(ns.run_dir, ns.world, roots=ns.root, extra=extra, bin_dirs=ns.bin_dir)
+    except MixedRun as refused:
+        raise SystemExit(f"record_run: refused: {refused}") from None
+    print(f"{len(written)} files in {(RUNS / ns.world).relative_to(ROOT)}; now: python scripts/benchmark_numbers.py "
+          f"--write")
     return 0
 
 

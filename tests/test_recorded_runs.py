@@ -1,107 +1,163 @@
-"""The executed notebooks kept in docs/runs are the committed notebooks: a change to a notebook's code needs a new
-recording (issue 24, item 4). The parameters cell and the cell papermill injects are what a run may change."""
+"""The two recordings, docs/runs/cpu and docs/runs/h200, name the code they ran (run.json: commit and git trees),
+and scripts/record_run.py keeps only runs of one committed state of notebooks/, helpers/ and scripts/ (issue 34)."""
 from __future__ import annotations
 
+import importlib.util
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from helpers import series
+from helpers import recordings, series
 
-RUNS = series.ROOT / "docs" / "runs"
 RUN_PARAMETERS = {"parameters", "injected-parameters"}
+GIT = shutil.which("git") and recordings.git_output("rev-parse", "HEAD") is not None
+needs_git = pytest.mark.skipif(not GIT, reason="needs git and the repository's history")
 
 
-def code_cells(path: Path) -> list[str]:
-    """The code cells' sources of a notebook, without its parameters cell and papermill's injected one."""
-    cells = json.loads(path.read_text())["cells"]
+def code_cells(text: str) -> list[str]:
+    """The code cells' sources of a notebook's JSON text, without its parameters cell and papermill's injected one."""
+    cells = json.loads(text)["cells"]
     return ["".join(c["source"]) for c in cells
             if c["cell_type"] == "code" and not RUN_PARAMETERS & set(c["metadata"].get("tags", []))]
 
 
-def stale_cells(recorded: Path, committed: Path) -> list[str]:
-    """One line per code cell where a recorded notebook differs from the committed one (empty when they agree)."""
-    ran, now = code_cells(recorded), code_cells(committed)
-    found = [f"code cell {i}: recorded {a[:60]!r}... committed {b[:60]!r}..."
-             for i, (a, b) in enumerate(zip(ran, now)) if a != b]
-    if len(ran) != len(now):
-        found.append(f"{len(ran)} code cells recorded, {len(now)} committed")
-    return found
-
-
-def recorded_notebooks() -> list[Path]:
-    """Every executed notebook kept under docs/runs/<run>/."""
-    return sorted(RUNS.glob("*/*.ipynb"))
-
-
-def test_there_are_recorded_runs_of_every_notebook_on_cpu_and_of_10_to_14_on_gpu():
-    names = {p.parent.name: {q.stem for q in p.parent.glob("*.ipynb")} for p in recorded_notebooks()}
-    cpu = [run for run in names if run.startswith("ci-")]
-    gpu = [run for run in names if run.startswith("h200-")]
-    assert cpu and gpu, sorted(names)
-    assert {nb.stem for nb in series.notebooks()} <= set().union(*(names[r] for r in cpu)), "a CPU run lacks a notebook"
-    assert {nb.stem for nb in series.notebooks() if "10" <= nb.stem[:2] <= "14"} <= set().union(*(names[r] for r in gpu))
-
-
-@pytest.mark.parametrize("recorded", recorded_notebooks(), ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_a_recorded_notebook_runs_the_committed_code(recorded):
-    committed = series.NOTEBOOK_DIR / recorded.name
-    assert committed.exists(), f"{recorded} records a notebook that is no longer in notebooks/"
-    stale = stale_cells(recorded, committed)
-    assert not stale, f"{recorded} was recorded from other code than {committed.name}: re-record it\n" + "\n".join(stale)
-
-
-def test_the_staleness_check_sees_a_changed_cell(tmp_path):
-    committed = series.notebooks()[0]
-    nb = json.loads(committed.read_text())
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "code" and "parameters" not in c["metadata"].get("tags", []))
-    cell["source"] = ["".join(cell["source"]) + "\nprint('one more line')\n"]
-    changed = tmp_path / committed.name
-    changed.write_text(json.dumps(nb))
-    assert stale_cells(committed, committed) == []
-    assert len(stale_cells(changed, committed)) == 1
+def _head_trees() -> dict[str, str]:
+    return {f: recordings.git_output("rev-parse", f"HEAD:{f}").strip() for f in recordings.TRACKED}
 
 
 def _record_module():
     """scripts/record_run.py, imported as a module."""
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location("record_run", series.ROOT / "scripts" / "record_run.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_recording_a_run_writes_a_readers_paths_the_committed_markdown_and_the_data(tmp_path, monkeypatch):
+def test_both_recordings_exist_with_fixed_names_and_a_run_json():
+    assert sorted(p.name for p in recordings.RUNS.iterdir()) == ["cpu", "h200"]
+    cpu, h200 = recordings.load("cpu"), recordings.load("h200")
+    assert {nb.stem for nb in series.notebooks()} <= set(cpu["notebooks"]), "the CPU recording lacks a notebook"
+    assert {nb.stem for nb in series.notebooks() if "10" <= nb.stem[:2] <= "15"} <= set(h200["notebooks"])
+    for world, run in (("cpu", cpu), ("h200", h200)):
+        assert run["profile"] == {"cpu": "ci", "h200": "gpu-local"}[world]
+        assert {"cpu_cores", "gpu", "driver"} <= set(run["machine"])
+        for stem, entry in run["notebooks"].items():
+            assert (recordings.folder(world) / f"{stem}.ipynb").exists(), (world, stem)
+            assert set(entry["trees"]) == set(recordings.TRACKED) and entry["seconds"] > 0, (world, stem)
+
+
+@needs_git
+def test_tree_ids_are_gits_own(tmp_path):
+    """Computed from the files alone (a device machine's copy has a stale .git), they equal git's tree ids."""
+    archive = subprocess.run(["git", "archive", "HEAD", *recordings.TRACKED], cwd=series.ROOT, capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
+    assert recordings.tree_ids(tmp_path) == _head_trees()  # no git there: the folder walked
+    clean = [f for f in recordings.TRACKED if not recordings.git_output("status", "--porcelain", "--", f)]
+    now = recordings.tree_ids()
+    assert {f: now[f] for f in clean} == {f: _head_trees()[f] for f in clean}  # git's file list, where clean
+
+
+def test_a_planted_helpers_change_changes_the_trees(tmp_path):
+    for folder in recordings.TRACKED:
+        shutil.copytree(series.ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    before = recordings.tree_ids(tmp_path)
+    with open(tmp_path / "helpers" / "perf.py", "a") as handle:
+        handle.write("\n# planted\n")
+    after = recordings.tree_ids(tmp_path)
+    assert after["helpers"] != before["helpers"] and after["notebooks"] == before["notebooks"]
+
+
+@needs_git
+def test_the_cpu_recording_ran_the_committed_code():
+    """RED until docs/runs/cpu is re-recorded at the final commit (scripts/record_cpu.sh): the CPU recording's trees
+    must be HEAD's, so what docs/runs/cpu shows is what the committed notebooks and helpers do."""
+    run = recordings.load("cpu")
+    head = _head_trees()
+    stale = {stem: entry["trees"] for stem, entry in run["notebooks"].items() if entry["trees"] != head}
+    assert not stale, (f"docs/runs/cpu ran other code than HEAD ({head}): re-record it with scripts/record_cpu.sh; "
+                       f"stale notebooks: {sorted(stale)}")
+
+
+@needs_git
+@pytest.mark.parametrize("world", recordings.WORLDS)
+def test_a_recorded_notebook_is_the_notebook_of_the_commit_it_names(world):
+    run = recordings.load(world)
+    for stem, entry in run["notebooks"].items():
+        commit = entry.get("commit") or run["commit"]
+        assert recordings.git_output("rev-parse", f"{commit}:notebooks") .strip() == entry["trees"]["notebooks"]
+        then = recordings.git_output("show", f"{commit}:notebooks/{stem}.ipynb")
+        recorded = (recordings.folder(world) / f"{stem}.ipynb").read_text()
+        assert then is not None and code_cells(recorded) == code_cells(then), f"{world}/{stem} is not {commit}'s"
+
+
+@needs_git
+def test_the_h200_label_names_the_commit_and_what_changed_since():
+    said = recordings.label("h200")
+    run = recordings.load("h200")
+    assert said.startswith("recorded at ") and all(c[:7] in said for c in recordings.commits(run))
+    changed = recordings.changed_since("h200")
+    assert ("changed since: " in said) == bool(changed)
+    if changed:
+        assert changed[0] in said
+    assert "docs/runs/h200" in recordings.header("14_near_the_limit")
+
+
+def _run_folder(tmp_path: Path, trees_by_notebook: dict[str, dict]) -> Path:
+    run_dir = tmp_path / "run"
+    (run_dir / "results").mkdir(parents=True)
+    for stem in trees_by_notebook:
+        committed = series.NOTEBOOK_DIR / f"{stem}.ipynb"
+        nb = json.loads(committed.read_text())
+        code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": [
+            f"model at {run_dir}/models/resnet18\n", "server /opt/kit/bin/tritonserver from /root/checkout/helpers\n"]}]
+        (run_dir / committed.name).write_text(json.dumps(nb))
+        (run_dir / "results" / f"{stem}.json").write_text(json.dumps({"log": f"{run_dir}/logs/x.log"}))
+    (run_dir / "10_latency.csv").write_text("a,b\n1,2\n")
+    (run_dir / "report.md").write_text(f"| 10 | ok | {run_dir}/10_resnet18_torchscript.ipynb |\n")
+    (run_dir / "run.json").write_text(json.dumps({
+        "profile": "gpu-local", "machine": {"cpu_cores": 16, "gpu": "NVIDIA H200", "driver": "580"},
+        "notebooks": {s: {"seconds": 1.0, "status": "ok", "trees": t} for s, t in trees_by_notebook.items()}}))
+    return run_dir
+
+
+@needs_git
+def test_recording_a_run_writes_a_readers_paths_the_commit_and_replaces_the_folder(tmp_path, monkeypatch):
     record_run = _record_module()
     monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
-    monkeypatch.setattr(record_run, "DATA", tmp_path / "data")
-    (tmp_path / "data").mkdir()
-    committed = series.NOTEBOOK_DIR / "10_resnet18_torchscript.ipynb"
-    nb = json.loads(committed.read_text())
-    run_dir, device_root, binaries = tmp_path / "h200run", Path("/root/checkout"), Path("/opt/kit/bin")
-    markdown = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
-    markdown["source"] = ["an older text of this cell\n"]
-    code = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": [
-        f"model at {run_dir}/models/resnet18\n", f"server {binaries}/tritonserver from {device_root}/helpers\n"]}]
-    (run_dir / "results").mkdir(parents=True)
-    (run_dir / committed.name).write_text(json.dumps(nb))
-    (run_dir / "report.md").write_text(f"| 10 | ok | {run_dir}/10_resnet18_torchscript.ipynb |\n")
-    (run_dir / "results" / "10_resnet18_torchscript.json").write_text(json.dumps({"log": f"{run_dir}/logs/x.log"}))
-    (run_dir / "10_latency.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "runs" / "h200").mkdir(parents=True)
+    (tmp_path / "runs" / "h200" / "old.ipynb").write_text("{}")  # an older recording's file: gone afterwards
+    head = _head_trees()
+    run_dir = _run_folder(tmp_path, {"10_resnet18_torchscript": head, "11_baseline_benchmark": head})
+    record_run.record(run_dir, "h200", roots=[Path("/root/checkout")], bin_dirs=[Path("/opt/kit/bin")])
+    kept = tmp_path / "runs" / "h200"
+    assert not (kept / "old.ipynb").exists()
+    text = "".join(next(c for c in json.loads((kept / "10_resnet18_torchscript.ipynb").read_text())["cells"]
+                        if c["cell_type"] == "code")["outputs"][0]["text"])
+    assert text == "model at runs/h200/models/resnet18\nserver tritonserver from $PWD/helpers\n"
+    run = json.loads((kept / "run.json").read_text())
+    assert run["world"] == "h200" and run["trees"] == head
+    assert recordings.git_output("rev-parse", f"{run['commit']}:helpers").strip() == head["helpers"]
+    assert {e["commit"] for e in run["notebooks"].values()} == {run["commit"]}
+    assert json.loads((kept / "results" / "10_resnet18_torchscript.json").read_text()) == {"log": "runs/h200/logs/x.log"}
+    assert (kept / "10_latency.csv").read_text() == "a,b\n1,2\n"
 
-    written = record_run.record(run_dir, "h200-test", data_prefix="h200_test", roots=[device_root], bin_dirs=[binaries])
-    kept = json.loads((tmp_path / "runs" / "h200-test" / committed.name).read_text())
-    text = "".join(next(c for c in kept["cells"] if c["cell_type"] == "code")["outputs"][0]["text"])
-    assert text == "model at runs/h200-test/models/resnet18\nserver tritonserver from $PWD/helpers\n"
-    assert next(c for c in kept["cells"] if c["cell_type"] == "markdown")["source"] == \
-        next(c for c in json.loads(committed.read_text())["cells"] if c["cell_type"] == "markdown")["source"]
-    assert stale_cells(tmp_path / "runs" / "h200-test" / committed.name, committed) == []
-    assert "runs/h200-test/10_resnet18_torchscript.ipynb" in (tmp_path / "runs" / "h200-test" / "report.md").read_text()
-    assert json.loads((tmp_path / "data" / "h200_test_10_results.json").read_text()) == {"log": "runs/h200-test/logs/x.log"}
-    assert (tmp_path / "data" / "h200_test_10_latency.csv").read_text() == "a,b\n1,2\n"
-    assert len(written) == 4
-    with pytest.raises(FileNotFoundError, match="no executed notebook matching"):
-        record_run.record(run_dir, "h200-test", only=["99"])
+
+def test_a_run_whose_notebooks_ran_different_code_is_refused(tmp_path, monkeypatch):
+    record_run = _record_module()
+    monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
+    one = {"notebooks": "a" * 40, "helpers": "b" * 40, "scripts": "c" * 40}
+    run_dir = _run_folder(tmp_path, {"10_resnet18_torchscript": one,
+                                     "11_baseline_benchmark": {**one, "helpers": "d" * 40}})
+    with pytest.raises(record_run.MixedRun, match=r"10_resnet18_torchscript ran with .*bbbb.*11_baseline_benchmark "
+                                                  r"ran with .*dddd"):
+        record_run.record(run_dir, "h200")
+    run_dir = _run_folder(tmp_path / "again", {"10_resnet18_torchscript": one})
+    if GIT:
+        with pytest.raises(record_run.MixedRun, match="no commit of `git log` has the trees"):
+            record_run.record(run_dir, "h200")
+    assert not (tmp_path / "runs" / "h200").exists()

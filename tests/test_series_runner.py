@@ -64,6 +64,10 @@ def test_one_line_per_notebook_noise_in_the_log_failure_in_a_few_lines(short_not
     assert noise not in out and noise not in err and "running over TCP" not in out + err
     assert noise in (run / "logs" / "series.log").read_text()  # kept, where a reader can look it up
     assert "| 03_after | skipped |" in (run / "report.md").read_text()
+    recorded = json.loads((run / "run.json").read_text())  # written as each notebook finished; skipped ones absent
+    assert {k: v["status"] for k, v in recorded["notebooks"].items()} == {"01_quick": "ok", "02_fails": "FAILED"}
+    assert set(recorded["trees"]) == {"notebooks", "helpers", "scripts"} and recorded["profile"] == "article"
+    assert recorded["notebooks"]["01_quick"]["trees"] == recorded["trees"] and recorded["machine"]["cpu_cores"]
 
 
 def test_a_profile_may_run_the_rest_after_a_failure(short_notebooks, tmp_path, monkeypatch, capfd):
@@ -75,6 +79,18 @@ def test_a_profile_may_run_the_rest_after_a_failure(short_notebooks, tmp_path, m
                           stream=sys.stdout)
     lines = _lines(capfd.readouterr().out)
     assert next(line for line in lines if line.startswith("03_after")).split()[1] == "ok"
+
+
+def test_a_chained_call_into_the_same_run_folder_adds_to_its_run_json(short_notebooks, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    first = series.update_run_file(run.resolve(), "01_quick", "ok", 1.0, "ci", {"helpers": "a"}, {"cpu_cores": 2})
+    series.update_run_file(run.resolve(), "03_after", "ok", 2.0, "ci", {"helpers": "a"}, {"cpu_cores": 2})
+    recorded = json.loads(first.read_text())
+    assert list(recorded["notebooks"]) == ["01_quick", "03_after"] and recorded["trees"] == {"helpers": "a"}
+    series.update_run_file(run.resolve(), "02_fails", "ok", 2.0, "ci", {"helpers": "b"}, {"cpu_cores": 2})
+    recorded = json.loads(first.read_text())
+    assert recorded["trees"] is None and recorded["commit"] is None  # notebooks that ran different code: no one tree
 
 
 def test_expected_times_come_from_the_profiles_recorded_runs(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from helpers import series, site
+from helpers import recordings, series, site
 
 
 def _chromium() -> str:
@@ -190,8 +190,9 @@ def test_recorded_gpu_runs_are_published_with_their_label(served_site):
     pages = sorted((out / "recorded").glob("*/*/index.html"))
     runs = {p.parent.name for p in (series.ROOT / "docs" / "runs").glob("*/*.ipynb")}
     assert runs and {p.parent.parent.name for p in pages} == runs
-    h200 = (out / "recorded" / "h200-2026-12-03" / "14_near_the_limit" / "index.html").read_text()
-    assert "Recorded run <code>h200-2026-12-03</code>" in h200 and h200.count("data:image/png;base64,") >= 2
+    h200 = (out / "recorded" / "h200" / "14_near_the_limit" / "index.html").read_text()
+    assert "Recorded run <code>h200</code>" in h200 and h200.count("data:image/png;base64,") >= 2
+    assert recordings.label("h200").split(";")[0] in h200  # "recorded at <commit>", and what changed since
 
 
 def _recorded_pages() -> list[str]:
