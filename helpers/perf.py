@@ -400,6 +400,13 @@ def level_command(model: str, url: str, csv_file: str | Path, docker_tag: str | 
     return [str(pa.binary), *perf_args(model, url, csv_file=str(csv_file), **kwargs)], pa.env
 
 
+def shown_command(model: str, url: str, csv_file: str | Path, concurrency: int, *, docker_tag: str | None = None,
+                  memory_limit_gb: float | None = None, warmup_requests: int = 0, **kwargs) -> str:
+    """The perf_analyzer command `measure_level` runs for these settings, as one shell line (the memory guard and
+    the warm-up window are this series' own, not perf_analyzer's flags)."""
+    return ngc.as_shell(level_command(model, url, csv_file, docker_tag, concurrency=str(concurrency), **kwargs)[0])
+
+
 def _window(kwargs: dict) -> str:
     """The window a level's settings ask for, in words: `count windows of N requests` or `M ms time windows`."""
     if kwargs.get("measurement_interval_ms") is not None and kwargs.get("measurement_request_count") is None:
@@ -628,8 +635,13 @@ def repeat_level(model: str, url: str, csv_file: str | Path, concurrency: int, *
     """The same level measured `repeats` times (each a perf_analyzer of its own): the run with the median throughput,
     with the spread beside it (`throughput_min`/`_max`, `p99_min`/`_max`, `repeats` that were stable)."""
     csv_file = Path(csv_file)
-    runs = [measure_level(model, url, csv_file.with_name(f"{csv_file.stem}_r{i}{csv_file.suffix}"), concurrency,
-                          **kwargs) for i in range(repeats)]
+    return median_run([measure_level(model, url, csv_file.with_name(f"{csv_file.stem}_r{i}{csv_file.suffix}"),
+                                     concurrency, **kwargs) for i in range(repeats)])
+
+
+def median_run(runs: Sequence[dict]) -> dict:
+    """Several runs of one setting as one row: the stable run with the median throughput, with the spread beside it
+    (`throughput_min`/`_max`, `p99_min`/`_max`, `repeats` that were stable); the last run when none was stable."""
     ok = sorted((r for r in runs if r.get("stable")), key=lambda r: r["throughput"])
     if not ok:
         return {**runs[-1], "repeats": 0}
@@ -791,14 +803,21 @@ def find_knee(measure: Callable[[int], dict], p99_budget_ms: float, *, start: in
     return {**knee(rows, p99_budget_ms, rising=rising), "rows": rows}
 
 
-def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True, simpler: str,
+def _figure(x: float) -> str:
+    """A measured figure as a reader takes it in: whole numbers from 100 up, three significant digits below."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True, simpler: str | Sequence[str],
            least: int = 3) -> dict:
     """The winner rule: several measurements of each setting (at least `least`, alternated on one server), and a
     winner only when its range (min..max) clears every other setting's range; otherwise a tie within noise, and the
-    `simpler` setting is kept (when it is among the tied; else the best median of them). Returns {"winner": name or
-    None, "kept": name, "verdict": text, "ranges": {name: (min, max)}, "medians": {name: median}}."""
-    if simpler not in samples:
-        raise ValueError(f"simpler={simpler!r} is not one of the settings measured: {sorted(samples)}")
+    `simpler` setting is kept (a name, or names simplest first: the simplest among the tied; when none is tied, the
+    best median of them). Returns {"winner": name or None, "kept": name, "verdict": text, "ranges": {name: (min,
+    max)}, "medians": {name: median}}."""
+    simplest = [simpler] if isinstance(simpler, str) else list(simpler)
+    if not simplest or any(name not in samples for name in simplest):
+        raise ValueError(f"simpler={simpler!r} is not one of the settings measured (or a list of them): {sorted(samples)}")
     if len(samples) < 2:
         raise ValueError(f"expected at least two settings to compare; found {len(samples)}: {sorted(samples)}")
     short = {name: len(v) for name, v in samples.items() if len(v) < least}
@@ -821,13 +840,55 @@ def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True
         r_low, r_high = ranges[runner]
         lo, hi = (low / r_high, high / r_low) if higher_is_better else (r_low / high, r_high / low)
         return {"winner": best, "kept": best, "ranges": ranges, "medians": medians,
-                "verdict": f"{best} wins: its range {low:g}-{high:g} clears every other's (against {runner}, "
+                "verdict": f"{best} wins: its range {_figure(low)}-{_figure(high)} clears every other's (against {runner}, "
                            f"{lo:.2f}-{hi:.2f}x)"}
     tied = [best, *[o for o in others if not clears(o)]]
-    kept = simpler if simpler in tied else best
-    why = "the simpler setting" if kept == simpler else f"the best median ({simpler} is clearly behind)"
+    kept = next((name for name in simplest if name in tied), best)
+    why = "the simpler setting" if kept in simplest else f"the best median ({', '.join(simplest)} clearly behind)"
     return {"winner": None, "kept": kept, "ranges": ranges, "medians": medians,
             "verdict": f"tie within noise: the ranges of {', '.join(tied)} overlap; keeping {kept} ({why})"}
+
+
+WINNER_RUNS = 3  # the fewest runs of each finalist from which a winner may be named
+
+
+def alternate(measure: Callable[[str], dict], names: Sequence[str], *, runs: int = 3) -> dict[str, list[dict]]:
+    """Each setting measured `runs` times in turns (a b, b a, a b, ...), so a machine that drifts reaches all alike."""
+    if runs < 1 or len(names) < 1:
+        raise ValueError(f"expected at least one setting and one run; found {len(names)} settings, runs={runs}")
+    found: dict[str, list[dict]] = {name: [] for name in names}
+    for turn in range(runs):
+        shift = turn % len(names)
+        for name in [*names[shift:], *names[:shift]]:
+            found[name].append(measure(name))
+    return found
+
+
+def contest(measure: Callable[[str], dict], names: Sequence[str], *, simpler: str | Sequence[str], runs: int = 3,
+            key: str = "throughput", higher_is_better: bool = True) -> dict:
+    """The winner rule run end to end: `names` measured `runs` times each in turns on one server (`alternate`),
+    then `winner` on the stable runs. A setting with fewer than `runs` stable runs cannot win: it is named, and the
+    simpler setting is kept. Returns winner's dict plus "runs" (one row per measurement: name, run, the row)."""
+    order: list[dict] = []
+
+    def measured(name: str) -> dict:
+        row = measure(name)
+        order.append({"setting": name, "run": sum(r["setting"] == name for r in order) + 1, **row})
+        return row
+
+    found = alternate(measured, names, runs=runs)
+    rows = pd.DataFrame(order)  # in the order measured
+    samples = {name: [r[key] for r in got if r.get("stable")] for name, got in found.items()}
+    short = {name: len(v) for name, v in samples.items() if len(v) < runs}
+    kept = simpler if isinstance(simpler, str) else list(simpler)[0]
+    if runs < WINNER_RUNS:  # a pipeline check (CI's docker world): measured, but too few runs to name a winner
+        return {"winner": None, "kept": kept, "runs": rows, "ranges": {}, "medians": {},
+                "verdict": f"{runs} run(s) each: no winner is named below {WINNER_RUNS} runs; keeping {kept}, the simpler setting"}
+    if short:
+        return {"winner": None, "kept": kept, "runs": rows, "ranges": {}, "medians": {},
+                "verdict": "no winner: fewer stable runs than asked for (" + ", ".join(
+                    f"{name}: {n} of {runs}" for name, n in short.items()) + f"); keeping {kept}, the simpler setting"}
+    return {**winner(samples, higher_is_better=higher_is_better, simpler=simpler, least=runs), "runs": rows}
 
 
 _COLUMNS = {"Concurrency": "concurrency", "Inferences/Second": "throughput", "Client Send": "client_send_us",

@@ -127,8 +127,10 @@ def _levels_axis(ax, levels: list[int], min_octaves: float = 0.28) -> None:
 
 
 def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | None = None, *,
-          p99_budget_ms: float | None = None, knee: Mapping | pd.Series | None = None, knee_sought: bool = False):
-    """Throughput and p99 latency against concurrency (log2 axis, the measured levels as ticks), one line per model
+          p99_budget_ms: float | None = None, knee: Mapping | pd.Series | None = None, knee_sought: bool = False,
+          x_label: str = "concurrency"):
+    """Throughput and p99 latency against concurrency (log2 axis, the measured levels as ticks; `x_label` names
+    what the `concurrency` column counts, e.g. images in flight), one line per model
     (perf.parse_csv tables); a level without a stable number is an x on the axis with its reason below the plot;
     the p99 budget and the knee (a row with concurrency and throughput) are drawn when given; with `knee_sought` and
     no knee, the plot says that no level kept p99 within the budget."""
@@ -146,8 +148,8 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
                     transform=ax.get_xaxis_transform(), clip_on=False)
         for _, row in bad.iterrows():
             notes.append(f"x {label}, c={int(row['concurrency'])}: not measured: {failure_reason(row.get('error'), 80)}")
-    ax_t.set(xlabel="concurrency (log2 scale)", ylabel="throughput (infer/s)", title="throughput")
-    ax_p.set(xlabel="concurrency (log2 scale)", ylabel="p99 latency (ms)", title="p99 latency")
+    ax_t.set(xlabel=f"{x_label} (log2 scale)", ylabel="throughput (infer/s)", title="throughput")
+    ax_p.set(xlabel=f"{x_label} (log2 scale)", ylabel="p99 latency (ms)", title="p99 latency")
     if p99_budget_ms is not None:
         ax_p.axhline(p99_budget_ms, color="tab:red", linestyle="--", label=f"p99 budget ({p99_budget_ms:g} ms)")
     if knee is not None:

@@ -239,11 +239,11 @@ def _kernel_manager(log: Path) -> type:
 
 
 def leading_imports(nb: str | Path) -> list[str]:
-    """The import statements a notebook begins with (its parameters cells skipped), up to its first other statement:
+    """The import statements a notebook begins with (its parameters and header cells skipped), up to its first other statement:
     run earlier, they do what they would do at the top of the notebook, since nothing before them can change them."""
     found = []
     for cell in json.loads(Path(nb).read_text())["cells"]:
-        if cell["cell_type"] != "code" or {"parameters", "injected-parameters"} & set(cell["metadata"].get("tags", [])):
+        if cell["cell_type"] != "code" or {"parameters", "injected-parameters", "header"} & set(cell["metadata"].get("tags", [])):
             continue
         try:
             body = ast.parse("".join(cell["source"])).body

@@ -1,10 +1,15 @@
 """Claims in the series' prose that a file can check: limits, counts and numbers that must equal the helpers' values,
-docs/data or a recorded run (issue 24's list of mismatches; the numbering below is that list's)."""
+docs/data or a recorded run (issue 24's list of mismatches; the numbering below is that list's), and issue 34's rule
+for the notebooks: no measured figure typed by hand in a notebook's markdown, recorded times printed by a code cell,
+and short sentences."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,9 +23,15 @@ spec = importlib.util.spec_from_file_location("benchmark_numbers", ROOT / "scrip
 numbers = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(numbers)
 
+# Notebooks that other work is rewriting now (issue 34: 14 split, 12-15 print their perf_analyzer commands). The
+# figures, header and sentence tests below skip them until that work lands; then this set goes (it must shrink, not
+# grow: test_pending_is_only_the_four_under_rewrite).
+PENDING = {"12_optimize_tensorrt", "13_dynamic_batching_compare", "14_near_the_limit", "15_model_analyzer"}
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+
 
 def _cells(path) -> list[dict]:
-    return json.loads(path.read_text())["cells"]
+    return json.loads(Path(path).read_text())["cells"]
 
 
 def _markdown(stem: str) -> str:
@@ -38,6 +49,192 @@ def _flat(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Issue 34, "one truth": what a notebook's markdown may say in numbers, and how long its sentences are.
+#
+# Prose: a notebook's markdown cells, without fenced code blocks, table rows and headings. A *sentence* ends at
+# ".", "!" or "?" followed by a space and a capital, a digit, a quote, a backtick, "*", "(" or "["
+# (not after "e.g.", "i.e.", "vs.", "etc.", "cf."); a paragraph, a list item, and a line ended by a markdown hard
+# break (two spaces) end one too. A link alone (a reference list item) is no sentence. Its words are what
+# whitespace separates once each link [text](url) is replaced by its text (the URL is not counted).
+#
+# A *measured figure* is a number followed by a unit of time, size or rate (FIGURE_UNITS), a ratio written "Nx", or
+# a percentage, in a sentence of that prose. It is allowed only as one of these:
+#   1. a setting: the number (for a percentage, also the number / 100) is a number in one of the same notebook's
+#      code cells, its parameters cell, comments and strings included;
+#   2. code: inside backticks (code spans are taken out before figures are read; fenced blocks are not prose);
+#   3. a quote: the sentence carries a markdown link, the source of what it quotes (an upstream README, a CLI
+#      reference);
+#   4. one of the articles' own printed figures (ARTICLE_FIGURES), in a sentence that names the article;
+#   5. arithmetic shown in the sentence: the number is the result of "a x b x ... = N unit" written before it.
+# Anything a run measured is printed by its cells (the recap computes it from this run's results). The header's
+# recorded run times are printed by a code cell (recordings.header), and recordings are cited by their fixed folders
+# docs/runs/cpu and docs/runs/h200 only, never a dated one.
+# ---------------------------------------------------------------------------------------------------------------
+FENCE = re.compile(r"^\s*```.*?^\s*```[^\n]*$", re.S | re.M)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]+)\)")
+ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "etc.", "cf.")
+FIGURE_UNITS = ("ms", "us", "µs", "s", "sec", "seconds", "second", "min", "minutes", "minute", "h", "hours", "hour",
+                "KB", "kB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "infer/s", "infer/sec", "inferences/s", "img/s",
+                "images/s", "req/s", "requests/s")
+FIGURE = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)(?:(\s?%)|(x)(?!\w)|\s?("
+                    + "|".join(re.escape(u) for u in sorted(FIGURE_UNITS, key=len, reverse=True)) + r")(?![\w/]))")
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?!\w)")
+ARITHMETIC = re.compile(r"\d+(?:\s?[x×*]\s?\d+)+\s*(?:[a-zA-Z]+\s*){0,2}=\s*$")
+ARTICLE_FIGURES = {271.5, 1625.3}  # the second article's perf_analyzer output (infer/sec), as it printed it
+DATED_RECORDING = re.compile(r"docs/runs/[\w.-]*\d{4}-\d\d-\d\d")
+MAX_AVERAGE_WORDS = 25
+HEADER_SOURCE = 'from helpers import recordings\nprint(recordings.header("{stem}"))'
+
+
+def prose_blocks(markdown: str) -> list[str]:
+    """The paragraphs, list items and hard-broken lines of markdown, each on one line; code blocks, tables and
+    headings left out."""
+    blocks, lines = [], []
+    for line in FENCE.sub("\n", markdown).splitlines():
+        text = line.strip()
+        if not text or text.startswith(("|", "#")):
+            blocks, lines = blocks + [" ".join(lines)] * bool(lines), []
+            continue
+        if re.match(r"([*+-]|\d+\.)\s", text) and lines:
+            blocks, lines = blocks + [" ".join(lines)], []
+        lines.append(text)
+        if line.endswith("  "):
+            blocks, lines = blocks + [" ".join(lines)], []
+    return blocks + [" ".join(lines)] * bool(lines)
+
+
+def sentences(markdown: str) -> list[str]:
+    """The sentences of markdown's prose (the rule above)."""
+    found = []
+    for block in prose_blocks(markdown):
+        merged: list[str] = []
+        for part in re.split(r"(?<=[.!?])[\"')\]*]*\s+(?=[A-Z0-9\"'`*(\[_])", block):
+            if merged and merged[-1].endswith(ABBREVIATIONS):
+                merged[-1] += " " + part
+            else:
+                merged.append(part)
+        found += [part for part in merged if LINK.sub("", part).strip(" *-.,;:")]
+    return found
+
+
+def words(sentence: str) -> int:
+    return len(LINK.sub(r"\1", sentence).split())
+
+
+def settings_of(cells: list[dict]) -> set[float]:
+    """Every number in a notebook's code cells (parameters, code, comments, strings)."""
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    return {float(n) for n in NUMBER.findall(code)}
+
+
+def measured_figures(markdown: str, settings: set[float]) -> list[tuple[str, str]]:
+    """(figure, sentence) for every figure of markdown the rule above does not allow."""
+    found = []
+    for sentence in sentences(markdown):
+        if LINK.search(sentence):
+            continue  # 3. a quote, its source linked in the sentence
+        plain = CODE_SPAN.sub("`code`", sentence)  # 2. code spans
+        for m in FIGURE.finditer(plain):
+            value = float(m.group(1).replace(",", ""))
+            if value in settings or (m.group(2) and value / 100 in settings):
+                continue  # 1. a setting of this notebook
+            if value in ARTICLE_FIGURES and re.search(r"\barticle", plain):
+                continue  # 4. the article's own figure
+            if ARITHMETIC.search(plain[:m.start()]):
+                continue  # 5. the result of arithmetic shown before it
+            found.append((m.group(0).strip(), sentence))
+    return found
+
+
+def _prose_of(path) -> str:
+    return "\n\n".join("".join(c["source"]) for c in _cells(path) if c["cell_type"] == "markdown")
+
+
+CHECKED = [p for p in series.notebooks() if p.stem not in PENDING] + SOLUTIONS
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_no_measured_figure_typed_in_a_notebooks_markdown(path):
+    """Issue 34 item 2: a figure a run measured is printed by the notebook, not typed into its markdown."""
+    cells = _cells(path)
+    text = _prose_of(path)
+    typed = measured_figures(text, settings_of(cells))
+    assert not typed, "\n".join(f"{figure!r} in: {sentence}" for figure, sentence in typed)
+    assert not DATED_RECORDING.findall(text), f"{path.name} cites a dated recording: {DATED_RECORDING.findall(text)}"
+    assert "Measured run time" not in text, f"{path.name} types its run time: the header cell prints it"
+
+
+@pytest.mark.parametrize("path", [p for p in series.notebooks() if p.stem not in PENDING], ids=lambda p: p.stem)
+def test_the_header_prints_the_recorded_times(path):
+    """Issue 34 item 2: the header's recorded times come from the recordings' run.json, printed by the code cell that
+    follows the header markdown (objectives and banner), before the parameters cell."""
+    cells = _cells(path)
+    header = next(i for i, c in enumerate(cells) if "".join(c["source"]).startswith("**You will learn**"))
+    cell = cells[header + 1]
+    assert cell["cell_type"] == "code" and "".join(cell["source"]) == HEADER_SOURCE.format(stem=path.stem), path.name
+    params = next(i for i, c in enumerate(cells) if "parameters" in c["metadata"].get("tags", []))
+    assert header + 1 < params, f"{path.name}: the header cell comes before the parameters cell"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec("".join(cell["source"]), {})  # the cell as papermill or JupyterLab runs it: helpers imported as installed
+    assert printed.getvalue().strip(), f"{path.name}: the header cell printed nothing"
+
+
+def test_a_planted_figure_in_a_notebooks_markdown_is_caught():
+    """The figures test can fail: a measured figure planted into a copy of a notebook's markdown is found; the same
+    figure as code, with a linked source, as a setting of the notebook or as shown arithmetic is not."""
+    path = series.NOTEBOOK_DIR / "11_baseline_benchmark.ipynb"
+    cells, text = _cells(path), _prose_of(path)
+    settings = settings_of(cells)
+    assert not measured_figures(text, settings)
+
+    def planted(sentence: str) -> list[str]:
+        copy = text.replace("\n\n", f"\n\n{sentence}\n\n", 1)  # after the first paragraph
+        return [figure for figure, _ in measured_figures(copy, settings)]
+
+    assert planted("On a laptop the baseline serves 4321 infer/s with p99 12.5 ms.") == ["4321 infer/s", "12.5 ms"]
+    assert planted("Batching bought 11x, and the guard stopped it at 3828 MB after 6.3 s, within 55 %.") == [
+        "11x", "3828 MB", "6.3 s", "55 %"]
+    for harmless in ("On a laptop the baseline serves `4321 infer/s`.",
+                     "The [CLI reference](https://github.com/triton-inference-server/perf_analyzer) says 5000 ms.",
+                     "perf_analyzer is stopped past 3.5 GB.",  # the parameters cell's comment: a setting
+                     "One input is 3 x 224 x 224 x 4 bytes = 602 KB.",
+                     "The article measured 271.5 infer/s."):
+        assert planted(harmless) == [], harmless
+    assert DATED_RECORDING.search("see docs/runs/h200-2026-12-03/11_baseline_benchmark.ipynb")
+    assert not DATED_RECORDING.search("see docs/runs/h200/11_baseline_benchmark.ipynb")
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_markdown_sentences_are_short(path):
+    """Issue 34 item 5: a notebook's markdown sentences average at most MAX_AVERAGE_WORDS words."""
+    found = sentences(_prose_of(path))
+    average = sum(map(words, found)) / len(found)
+    longest = sorted(found, key=words, reverse=True)[:3]
+    assert average <= MAX_AVERAGE_WORDS, (f"{path.name}: {average:.1f} words per sentence; the longest:\n"
+                                          + "\n".join(f"[{words(s)}] {s}" for s in longest))
+
+
+def test_sentences_and_words_are_counted_as_the_rule_says():
+    """Code blocks, tables, headings and URLs are not counted; a list item and a hard break end a sentence."""
+    text = ("# A heading of many words that does not count\n\nOne two three. Four five, e.g. six seven.\n\n"
+            "```bash\nnot counted at all\n```\n\n| a | b |\n|---|---|\n| not | counted |\n\n"
+            "* [a link](https://example.com/a/very/long/url) in an item\n* [References](https://example.com)\n\n"
+            "**Key**: ends here  \n**Next**: too")
+    assert sentences(text) == ["One two three.", "Four five, e.g. six seven.",
+                               "* [a link](https://example.com/a/very/long/url) in an item", "**Key**: ends here",
+                               "**Next**: too"]
+    assert [words(s) for s in sentences(text)] == [3, 5, 6, 3, 2]
+
+
+def test_pending_is_only_the_four_under_rewrite():
+    """PENDING exempts only notebooks 12-15, which exist; remove a name when its notebook passes the tests above."""
+    assert PENDING <= {"12_optimize_tensorrt", "13_dynamic_batching_compare", "14_near_the_limit", "15_model_analyzer"}
+    assert PENDING <= {p.stem for p in series.notebooks()}
+
+
 def test_memory_limit_quoted_is_the_helpers():
     """1. Every 'at most N GB' in the notebooks (prose and parameter comments) is perf.MEMORY_CAP_GB."""
     quoted = []
@@ -46,32 +243,6 @@ def test_memory_limit_quoted_is_the_helpers():
         quoted += [(path.stem, float(v)) for v in re.findall(r"at most (\d+(?:\.\d+)?) GB", _flat(text))]
     assert len(quoted) >= 3, quoted
     assert all(v == perf.MEMORY_CAP_GB for _, v in quoted), (perf.MEMORY_CAP_GB, quoted)
-
-
-def test_14_opening_numbers_are_the_data():
-    """5-6. 14 opens with where a request's time goes (the queue, not the bytes), quoted from the H200's variants."""
-    text = _flat(_markdown("14_near_the_limit"))
-    variants = pd.read_csv(DATA / "h200_14_variants.csv").set_index("variant")
-    base = variants.loc["article baseline: FP32, no batching, gRPC"]
-    assert (f"waited {base['queue_ms']:.1f} ms in the server's queue per request, against {base['compute_infer_ms']:.1f} "
-            f"ms of compute and {base['network_ms']:.1f} ms on the network and in the server's send/receive") in text
-    three = variants.loc[["FP32 + batching, cuda shm", "UINT8 + batching, gRPC", "UINT8 + batching, cuda shm"],
-                         "throughput"]
-    assert (f"FP32 over CUDA shared memory ({three.iloc[0]:.0f} infer/s), UINT8 over gRPC ({three.iloc[1]:.0f}) and "
-            f"UINT8 over CUDA shared memory ({three.iloc[2]:.0f}) served within "
-            f"{1 - three.min() / three.max():.0%}".replace("%", " %")) in text
-    assert "FP32 tensors sent over gRPC" not in text and "receiving 602 KB per image, not computing" not in text
-
-
-def test_13_names_what_the_recorded_run_could_not_measure():
-    """7. The recorded H200 run of 13 measured two instances; what the memory guard stopped were the transports that
-    carry the tensor (its report)."""
-    knobs = pd.DataFrame(numbers.recorded_13()["knobs"])
-    failed = list(knobs.loc[~knobs["stable"].astype(bool), "value"])
-    assert knobs.set_index(["knob", "value"]).loc[("instances", "2"), "stable"]
-    text = _flat(_markdown("13_dynamic_batching_compare"))
-    assert f"the {' and '.join(failed)} transport rows" in text and "two instances included, was measured" in text
-    assert "killed while measuring two GPU instances" not in text
 
 
 def test_13_and_its_solution_say_what_a_preferred_size_does():
@@ -89,27 +260,6 @@ def test_keras_runs_where_the_pinned_tensorflow_runs():
     banner = next(line for line in _markdown("01_keras_resnet50").splitlines() if line.startswith("**Runs on this machine**"))
     if re.search(r"^tensorflow_cpu==", pins, re.M):
         assert "CPU or GPU" not in banner and "tensorflow_cpu" in banner
-
-
-def test_workshop_counts_and_times_are_the_series():
-    """23. The notebook count, the run times the agendas quote and the H200 figures of 14's row."""
-    text = (ROOT / "docs" / "workshop.md").read_text()
-    words = {12: "twelve", 13: "thirteen", 14: "fourteen", 15: "fifteen", 16: "sixteen"}
-    assert f"the {words[len(series.notebooks())]} notebooks in `notebooks/`" in text
-    times = numbers.recorded_times()
-    gpu = numbers.gpu_total(times)
-    timed = sorted(times["h200"])
-    span = f"{timed[0][:2]}-{timed[-1][:2]}"
-    assert f"about {gpu / 60:.0f} min of run time for {span} on an H200, the table's {gpu:.0f} s" in _flat(text)
-    cpu = {name: max(v) for name, v in times["cpu"].items()}
-    keras = sum(s for name, s in cpu.items() if name[:2] in {"00", "01", "02", "03", "04", "05", "06", "07"})
-    resnet = sum(s for name, s in cpu.items() if name[:2] in {"10", "11", "13"})
-    assert f"({keras / 60:.1f} min of run time on a CPU" in text and f"({resnet / 60:.1f} min of run time" in text
-    runs = [*numbers._repeat_runs().values(), json.loads((DATA / "h200_14_results.json").read_text())]
-    best = [numbers._best_at_16(r)["throughput"] for r in runs]
-    knees = [r["knee"]["throughput"] for r in runs]
-    assert (f"over the five recorded runs of benchmarks.md: {min(best):.0f}-{max(best):.0f} infer/s for the best row "
-            f"at c=16, the knee at {min(knees):.0f}-{max(knees):.0f} infer/s") in text and len(runs) == 5
 
 
 def test_workshop_shared_server_says_which_transport_crosses_hosts():
@@ -149,18 +299,16 @@ def test_every_notebook_reads_the_series_tag_and_readme_names_the_pinned_ones():
 
 def test_capacity_plan_divides_by_a_rate_measured_over_the_network():
     """30. A pod behind a Service is reached over the network: 20's H200 rate is the knee of a sweep that sent the
-    tensor in every request (notebook 13, 2026-11-30), not 14's knee through CUDA shared memory."""
+    tensor in every request (notebook 13, 2026-11-30), not 14's knee through CUDA shared memory. The code prints it;
+    the prose says why it is a lower bound (its knee is the top level measured)."""
     code, text = _code("20_kubernetes"), _flat(_markdown("20_kubernetes"))
     assert "h200_14_results.json" not in code and "h200_native_sweeps.csv" in code
+    assert 'print(f"H200 knee, the FP32 tensor over gRPC' in code
     sweep = pd.read_csv(DATA / "h200_native_sweeps.csv").query(
         "notebook == 13 and model == 'resnet18_opt' and run == 'run1'")
     knee = perf.best(sweep, 10.0)
-    assert f"{knee['throughput']:.0f} infer/s at concurrency {int(knee['concurrency'])} with p99 {knee['p99_ms']:.1f} ms" in text
-    assert int(knee["concurrency"]) == int(sweep["concurrency"].max()) and "so a lower bound" in text
-    shm_knee = json.loads((DATA / "h200_14_results.json").read_text())["knee"]["throughput"]
-    assert f"knee of {shm_knee:,.0f} infer/s" in text
-    grpc = pd.read_csv(DATA / "h200_14_variants.csv").set_index("variant").loc["UINT8 + batching, gRPC", "throughput"]
-    assert f"UINT8 row over gRPC ({grpc:.0f} infer/s" in text
+    assert int(knee["concurrency"]) == int(sweep["concurrency"].max()) and "so it is a lower bound" in text
+    assert "infer/s" not in text.split("## 3. A capacity plan", 1)[1].split("## 4.", 1)[0]
 
 
 def test_10_says_why_torchscript_with_the_backends_readme():
@@ -211,34 +359,34 @@ def test_04_and_10_say_what_triton_completes_itself():
     assert "client.get_model_config(name)" in code and "repository.fields(" in code
 
 
+def _doc_texts() -> dict[str, str]:
+    """README and docs/*.md as the claims check reads them; the notebooks' markdown has its own, stricter rule
+    (test_no_measured_figure_typed_in_a_notebooks_markdown)."""
+    return {name: text for name, text in numbers.claim_texts().items() if not name.endswith(".ipynb")}
+
+
 def test_every_number_in_prose_is_rendered_from_data_or_names_its_source():
-    """What to build 5: every claim (a number with a unit of a measured quantity) in README, docs/*.md and the
-    notebooks' markdown is generated from docs/data or has a source in its paragraph; the rules and every exemption
-    are in scripts/benchmark_numbers.py (CLAIM_UNITS, CLAIM_SOURCES, CLAIM_EXEMPT, CLAIM_SETTINGS)."""
-    texts = numbers.claim_texts()
-    assert {"README.md", "docs/workshop.md", "docs/glossary.md", "11_baseline_benchmark.ipynb"} <= set(texts)
-    found = [c for name, text in texts.items() for c in numbers.claims(text, name)]
-    assert len(found) > 40 and {c["source"] for c in found} >= {"a link", "docs/data", "a recorded run"}
+    """What to build 2: README and docs/*.md carry a measured figure (a number with a unit of a measured quantity)
+    only inside a block generated from the recordings, or with its source in its paragraph; the rules and every
+    exemption are in scripts/benchmark_numbers.py (CLAIM_UNITS, CLAIM_SOURCES, CLAIM_EXEMPT, CLAIM_SETTINGS)."""
+    texts = _doc_texts()
+    assert {"README.md", "docs/workshop.md", "docs/glossary.md", "docs/benchmarks.md"} <= set(texts)
     assert not numbers.unsourced(texts), "\n".join(f"{c['doc']}: {c['claim']!r} in ...{c['near']}..."
                                                    for c in numbers.unsourced(texts))
 
 
 def test_a_planted_number_without_a_source_is_caught():
-    """The claims check can fail: a measured number planted in a copy of README, of a notebook's markdown and of a
-    generated page outside its generated section is listed; the same number in code, or with its source, is not."""
-    texts = numbers.claim_texts()
+    """The claims check can fail: a measured number planted in a copy of README and of a generated page, after its
+    generated block, is listed; the same number in code, or with its source, is not."""
+    texts = _doc_texts()
     planted = "On a laptop the baseline serves 4321 infer/s with p99 12.5 ms."
-    for name in ("README.md", "14_near_the_limit.ipynb", "docs/benchmarks.md", "docs/glossary.md"):
-        copy = {**texts, name: texts[name].replace("\n\n", f"\n\n{planted}\n\n", 1)}  # after the first paragraph
+    for name in ("README.md", "docs/benchmarks.md", "docs/glossary.md", "docs/workshop.md"):
+        copy = {**texts, name: f"{texts[name]}\n\n{planted}\n"}  # at the end: outside every generated block
         assert {(c["doc"], c["claim"]) for c in numbers.unsourced(copy)} == {(name, "4321 infer/s"), (name, "12.5 ms")}
-    for harmless in ("`4321 infer/s`", planted + " (`docs/data/h200_14_variants.csv`)",
+    for harmless in ("`4321 infer/s`", planted + " ([the CLI reference](https://github.com/triton-inference-server/perf_analyzer))",
                      "Check it: 3 x 224 x 224 x 4 = 602 KB."):
-        copy = {**texts, "README.md": texts["README.md"].replace("\n\n", f"\n\n{harmless}\n\n", 1)}
+        copy = {**texts, "README.md": f"{texts['README.md']}\n\n{harmless}\n"}
         assert not numbers.unsourced(copy), harmless
-    wrong = texts["docs/workshop.md"].replace("the table's CPU times", "as measured", 1).replace(
-        "min of run time, the table's;", "min of run time;", 1)  # the sources taken away
-    quoted = re.findall(r"\((\d\.\d min) of run time", texts["docs/workshop.md"])[:2]
-    assert [c["claim"] for c in numbers.unsourced({"docs/workshop.md": wrong})] == quoted and len(quoted) == 2
 
 
 def test_an_exempt_setting_that_left_the_text_is_reported():

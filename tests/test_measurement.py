@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -369,3 +370,50 @@ def test_the_winner_rule_names_a_winner_only_beyond_noise():
         perf.winner({"a": [1, 2, 3], "b": [4, 5]}, simpler="a")
     with pytest.raises(ValueError, match="not one of the settings"):
         perf.winner({"a": [1, 2, 3], "b": [4, 5, 6]}, simpler="c")
+
+
+def test_settings_are_measured_in_turns_so_drift_reaches_all_alike():
+    order = []
+    found = perf.alternate(lambda name: order.append(name) or {"stable": True, "throughput": 1.0}, ["a", "b", "c"], runs=3)
+    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert {name: len(rows) for name, rows in found.items()} == {"a": 3, "b": 3, "c": 3}
+    with pytest.raises(ValueError, match="at least one setting"):
+        perf.alternate(lambda name: {}, [], runs=3)
+
+
+def test_a_contest_names_a_winner_only_beyond_noise_and_never_from_unstable_runs():
+    def rates(table):
+        runs = {name: iter(values) for name, values in table.items()}
+        return lambda name: {"stable": True, "throughput": next(runs[name])}
+
+    apart = perf.contest(rates({"simple": [100, 102, 101], "fast": [150, 149, 152]}), ["simple", "fast"], simpler="simple")
+    assert apart["winner"] == apart["kept"] == "fast" and len(apart["runs"]) == 6
+    assert list(apart["runs"]["setting"]) == ["simple", "fast", "fast", "simple", "simple", "fast"]
+    tie = perf.contest(rates({"simple": [100, 120, 110], "fast": [115, 105, 125]}), ["simple", "fast"], simpler="simple")
+    assert tie["winner"] is None and tie["kept"] == "simple" and tie["verdict"].startswith("tie within noise")
+    flaky = iter([{"stable": True, "throughput": 100}, {"stable": True, "throughput": 300},
+                  {"stable": True, "throughput": 300}, {"stable": True, "throughput": 100},
+                  {"stable": True, "throughput": 100}, {"stable": False, "throughput": float("nan")}])
+    short = perf.contest(lambda name: next(flaky), ["simple", "fast"], simpler="simple")
+    assert short["winner"] is None and short["kept"] == "simple" and "fast: 2 of 3" in short["verdict"]
+
+
+def test_a_tie_keeps_the_simplest_of_the_tied_settings_in_the_order_given():
+    tie = perf.winner({"baseline": [10, 11, 12], "fp32 shm": [50, 56, 53], "uint8 shm": [52, 58, 55]},
+                      simpler=["baseline", "fp32 shm", "uint8 shm"])
+    assert tie["winner"] is None and tie["kept"] == "fp32 shm", tie  # the baseline is clearly behind: not kept
+
+
+def test_the_shown_command_is_the_one_a_level_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(perf, "find_perf_analyzer", lambda: perf.PerfAnalyzer(Path("/opt/pa/perf_analyzer"), "test"))
+    line = perf.shown_command("m", "127.0.0.1:8001", tmp_path / "x.csv", 8, memory_limit_gb=2.0, warmup_requests=50,
+                              measurement_request_count=40, max_trials=6, shared_memory="system", batch_size=4)
+    assert line.startswith("/opt/pa/perf_analyzer -m m -u 127.0.0.1:8001") and "--concurrency-range 8" in line
+    assert "--measurement-request-count 40" in line and "-b 4" in line and "--shared-memory system" in line
+    assert "memory" not in line.replace("--shared-memory", "") and "warmup" not in line
+
+
+def test_a_contest_of_fewer_than_three_runs_names_no_winner():
+    fast = perf.contest(lambda name: {"stable": True, "throughput": 100.0 if name == "simple" else 900.0},
+                        ["simple", "fast"], simpler="simple", runs=1)
+    assert fast["winner"] is None and fast["kept"] == "simple" and "no winner is named" in fast["verdict"]

@@ -87,6 +87,11 @@ def test_resnet18_track_numbers(ci_run):
     assert optimized["optimized"] == "resnet18_opt"
     assert {c["variant"] for c in optimized["candidates"]} == {"fp32_frozen", "fp32_nhwc_frozen"}
     assert optimized["winner"] in {"fp32_frozen", "fp32_nhwc_frozen"}
+    # the winner rule: both finalists measured three times each, in turns; a tie keeps the simpler (fp32_frozen)
+    contest = optimized["contest"]
+    assert [r["variant"] for r in contest["runs"]] == ["fp32_frozen", "fp32_nhwc_frozen", "fp32_nhwc_frozen",
+                                                      "fp32_frozen", "fp32_frozen", "fp32_nhwc_frozen"]
+    assert contest["kept"] == optimized["winner"] and (contest["winner"] or "fp32_frozen") == contest["kept"], contest
     assert all("native (pytorch backend)" in s for s in optimized["served"]), optimized["served"]
     assert optimized["parity_vs_baseline"]["resnet18_opt"]["top1_agreement"] == 1.0
     compare = _results(ci_run, "13_dynamic_batching_compare")
@@ -99,6 +104,12 @@ def test_resnet18_track_numbers(ci_run):
     transports = {k["value"]: k for k in compare["knobs"] if k["knob"] == "transport"}
     assert all(transports[t]["stable"] for t in ("HTTP", "gRPC")), transports  # count windows sized to the limit: measured
     assert compare["best"]["stable"] and compare["best"]["throughput"] > 0
+    # the best settings adopted only by the winner rule: both finalists three times each, in turns, on one server
+    final = compare["best"]["contest"]
+    assert [r["setting"] for r in final["runs"]] == ["start configuration", "best settings", "best settings",
+                                                   "start configuration", "start configuration", "best settings"], final
+    assert final["kept"] in {"start configuration", "best settings"} and (final["winner"] or "start configuration") == final["kept"]
+    assert {"instances", "preferred batch sizes", "queue delay (us)", "transport"} <= set(compare["best"]["settings"])
     for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png", "12_candidates.png",
                 "13_latency_split.png"):
         assert (ci_run / png).stat().st_size > 10_000, png
@@ -117,10 +128,18 @@ def test_near_the_limit_numbers(ci_run):
     batched = [r for label, r in rows.items() if "+ batching" in label and "instances" not in label]
     assert all(r["server avg_batch"] > 1 for r in batched)          # the server's metrics: batches were formed
     assert rows["article baseline: FP32, no batching, gRPC"]["server avg_batch"] == 1.0
-    levels = [r["concurrency"] for r in near["saturation"]]  # the knee search: doubling from 2, at most 8
-    assert levels[0] == 2 and set(levels) <= set(range(2, 9)) and levels == sorted(levels), levels
+    levels = [r["concurrency"] for r in near["saturation"]]  # the knee search: doubling from 2, at most 4
+    assert levels[0] == 2 and set(levels) <= {2, 3, 4} and levels == sorted(levels), levels
     assert near["knee_search"] and (near["above_knee"] is None or near["above_knee"] > near["knee"]["concurrency"])
     assert near["knee"] is not None                                 # the ci budget (1000 ms) is one two cores meet
+    # a knee search per instance count and with client batching (ci: 2 instances; 4 images per request, c from 1)
+    knees = {k["search"]: k for k in near["knees"]}
+    assert list(knees) == [near["best"], "UINT8 + batching, system shm, 2 instances",
+                           f"{near['best']}, 4 images per request"] or near["best"].endswith("2 instances"), list(knees)
+    batched_knee = knees[f"{near['best']}, 4 images per request"]
+    assert batched_knee["levels (in order)"][0] == 1 and batched_knee["images/request"] == 4, batched_knee
+    assert all(k["stopped because"] for k in knees.values())
+    assert near["variants_contest"] is None                         # ci: repeats=1, so no winner is named
     flight = int(near["knee"]["concurrency"])
     knee_levers = {r["lever"]: r for r in near["knee_levers"]}
     assert list(knee_levers)[0].startswith(f"1 image per request, concurrency {flight} (the knee")
@@ -173,7 +192,8 @@ def test_half_day_agenda_runs_in_its_order(ci_run, tmp_path):
     # profile has it, in count windows: beside the other tests on 2 cores a window takes longer (each lasts whole
     # seconds), but it cannot end with no request completed.
     knobs = {"instance_counts": [1], "preferred_batch_options": [[8, 16]], "queue_delays_us": [100],
-             "backend_options": {"defaults": {}}, "measurement_request_count": 20, "concurrency": "4"}
+             "backend_options": {"defaults": {}}, "measurement_request_count": 20, "concurrency": "4",
+             "finalist_runs": 1}  # the winner rule's code runs; its three runs each are the ci run's
     run = series.run_series(tmp_path / "half", "ci", only=["13"],
                             overrides={"models_dir": str(models), "build_dir": str(build), **knobs})
     assert (run / "report.md").read_text().count("| ok |") == 1
