@@ -95,43 +95,80 @@ def explicit_server(repository: str | Path, runtime, models: Sequence[str], **kw
     return server
 
 
-def remote_launch(server, perf_analyzer: PerfAnalyzer) -> dict:
+def remote_launch(server, perf_analyzer: PerfAnalyzer | None, dcgm_disable: bool | None = None) -> dict:
     """The launch part of the config for `triton_launch_mode: remote`: a server already running (the series' own,
-    explicit_server), its three endpoints, this machine's perf_analyzer; `dcgm_disable` (allowed in this mode only)
-    where DCGM is missing: GPU facts then come from CUDA and Triton's metrics endpoint."""
+    explicit_server), its three endpoints, and perf_analyzer (this machine's, or None: the SDK image's, on its PATH);
+    `dcgm_disable` (allowed in this mode only; None: where DCGM is missing here): GPU facts then come from CUDA and
+    Triton's metrics endpoint."""
     return {
         "triton_launch_mode": "remote",
         "triton_http_endpoint": server.url,
         "triton_grpc_endpoint": server.grpc_url,
         "triton_metrics_url": f"http://{server.metrics_url}/metrics",
-        "perf_analyzer_path": str(perf_analyzer.binary),
-        "dcgm_disable": not dcgm_found(),
+        "perf_analyzer_path": str(perf_analyzer.binary) if perf_analyzer else "perf_analyzer",
+        "dcgm_disable": not dcgm_found() if dcgm_disable is None else dcgm_disable,
     }
 
 
-def docker_launch(tag: str, results_dir: str | Path) -> dict:
-    """The launch part of the config for `triton_launch_mode: docker`: Model Analyzer in the SDK image starts the
-    NGC server image as a sibling container, which mounts host paths (launch_modes.md): the output repository and
-    the results are in `results_dir`, mounted at the same path in both containers; `ipc_mode: host` gives the server
-    the host's /dev/shm, where perf_analyzer's system shared-memory regions are."""
-    results = str(Path(results_dir).resolve())
-    return {
-        "triton_launch_mode": "docker",
-        "triton_docker_image": ngc.image("tritonserver", tag),
-        "triton_docker_args": {"ipc_mode": "host"},
-        "output_model_repository_path": f"{results}/output_model_repository",
-        "export_path": f"{results}/profile",
-    }
+# Model Analyzer's launch modes: https://github.com/triton-inference-server/model_analyzer/blob/main/docs/launch_modes.md
+LAUNCH_MODES_DOC = "https://github.com/triton-inference-server/model_analyzer/blob/main/docs/launch_modes.md#remote"
 
 
 def docker_command(tag: str, model_repository: str | Path, results_dir: str | Path) -> list[str]:
-    """`docker run` of the SDK image running `model-analyzer profile` on results_dir/config.yml: the Docker socket
-    mounted (it starts the server container beside itself), the host's network and IPC namespace, the model
-    repository and the results folder at the same paths as on the host (the server container mounts host paths)."""
-    repo, results = str(Path(model_repository).resolve()), str(Path(results_dir).resolve())
-    return ["docker", "run", "--rm", "--gpus", "all", "--net=host", "--ipc=host",
-            "-v", "/var/run/docker.sock:/var/run/docker.sock", "-v", f"{repo}:{repo}", "-v", f"{results}:{results}",
-            ngc.image("sdk", tag), "model-analyzer", "profile", "-f", f"{results}/config.yml"]
+    """`docker run` of the SDK image running `model-analyzer profile` on results_dir/config.yml in remote launch mode
+    (LAUNCH_MODES_DOC), against the series' own server container: the host's network (the server's endpoints are on
+    127.0.0.1) and IPC namespace (perf_analyzer's system shared memory), the series' GPU (ngc.series_gpu, the one the
+    server has: the remote mode's "same GPUs" rule), Docker's init as PID 1 (a SIGINT reaches Model Analyzer, which
+    then finishes its measurement and exits), run as the calling user (what it writes is the user's), the model
+    repository read-only and the results folder at the same paths as on the host. No Docker socket: in remote mode
+    Model Analyzer starts no container."""
+    repo, results = Path(model_repository).resolve(), Path(results_dir).resolve()
+    return ngc.docker_run(ngc.image("sdk", tag), ["model-analyzer", "profile", "-f", f"{results}/config.yml"],
+                          volumes={repo: f"{repo}:ro", results: str(results)}, network="host", as_user=True,
+                          init=True, extra=["--ipc=host"])
+
+
+RUN_PREFIX = "run-"  # one folder per search under the parent: fresh_workdir
+
+
+def remove_tree(path: str | Path) -> None:
+    """Delete the folder `path` and everything in it; a file or folder that cannot be deleted raises PermissionError
+    (or the OSError met) naming it, its owner and why, with the remedy (no silent leftovers: a Model Analyzer that
+    finds its old checkpoint reuses the old measurements)."""
+    path = Path(path)
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        where = Path(exc.filename or path)
+        try:
+            owner = where.stat().st_uid
+        except OSError:
+            owner = None
+        whose = f"owned by uid {owner}, this user is uid {os.getuid()}" if owner is not None else "owner unknown"
+        raise type(exc)(exc.errno, f"cannot delete {where} ({exc.strerror}; {whose}) while removing {path}: a "
+                                   f"container that ran as root (without --user) may have written it; remove it "
+                                   f"with `sudo rm -rf {path}` and run again", str(where)) from exc
+    if path.exists():
+        raise OSError(f"{path} still exists after it was deleted (something writes into it): expected it gone")
+
+
+def fresh_workdir(parent: str | Path) -> Path:
+    """A new, empty folder for one Model Analyzer search under `parent` (run-<time>-<random>: never an earlier run's,
+    so no earlier checkpoint is found); the earlier runs' folders there are deleted first (remove_tree: loudly)."""
+    import secrets
+
+    parent = Path(parent).resolve()
+    parent.mkdir(parents=True, exist_ok=True)
+    for old in sorted(parent.iterdir()):
+        if old.is_dir() and not old.is_symlink():
+            remove_tree(old)
+        else:
+            old.unlink()
+    work = parent / f"{RUN_PREFIX}{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    work.mkdir()
+    return work
 
 
 def executable() -> Path:
@@ -228,13 +265,44 @@ def _perf_rss_mb(root: psutil.Process) -> tuple[float, list[psutil.Process]]:
         procs = [p for p in root.children(recursive=True) if p.name() == "perf_analyzer"]
     except psutil.NoSuchProcess:
         return 0.0, []
-    total = 0
-    for proc in procs:
-        try:
-            total += proc.memory_info().rss
-        except psutil.NoSuchProcess:
-            continue
-    return total / 2**20, procs
+    return sum(_rss(p) for p in procs) / 2**20, procs
+
+
+def _rss(proc: psutil.Process) -> int:
+    """Resident bytes of one process (0 once it is gone)."""
+    try:
+        return proc.memory_info().rss
+    except psutil.NoSuchProcess:
+        return 0
+
+
+def _guard(proc: subprocess.Popen, root: psutil.Process | None, ports: Sequence[str], limit_mb: float,
+           timeout_s: float, interval: float) -> tuple[float, str]:
+    """Wait for `proc` while sampling the resident memory of Model Analyzer's perf_analyzers (under `root`, or, in a
+    container, this user's perf_analyzers naming `ports`): one past `limit_mb` is killed; past `timeout_s` the wait
+    ends. Returns the peak MB and what was stopped and why ("" for nothing; "timeout: ..." when the time ran out)."""
+    from . import perf
+
+    peak, stopped, started = 0.0, "", time.monotonic()
+    while proc.poll() is None:
+        if root is not None:
+            mb, procs = _perf_rss_mb(root)
+        else:
+            procs = leftovers(ports, ("perf_analyzer",))
+            mb = sum(_rss(p) for p in procs) / 2**20
+        peak = max(peak, mb)
+        if mb > limit_mb and not stopped:
+            stopped = (f"perf_analyzer passed the memory limit of {limit_mb / 1024:g} GB ({mb:.0f} MB) after "
+                       f"{time.monotonic() - started:.0f} s and was stopped ({perf.MEMORY_ISSUE})")
+            for victim in procs:
+                try:
+                    victim.kill()
+                except psutil.NoSuchProcess:
+                    continue
+        if time.monotonic() - started > timeout_s:
+            return peak, f"timeout: Model Analyzer ran past {timeout_s:.0f} s and was stopped"
+        time.sleep(interval)
+    return peak, stopped
 
 
 def run(config: Mapping, workdir: str | Path, *, timeout_s: float = 600.0, memory_limit_gb: float | None = None,
@@ -264,26 +332,11 @@ def run(config: Mapping, workdir: str | Path, *, timeout_s: float = 600.0, memor
         proc = subprocess.Popen(guarded(command(config_file), _cleanup_command(ports, cleaned_file, names) if ports else []),
                                 stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=full_env,
                                 start_new_session=True)
-        root = psutil.Process(proc.pid)
         try:
-            while proc.poll() is None:
-                mb, procs = _perf_rss_mb(root)
-                peak = max(peak, mb)
-                if mb > limit_mb and not stopped:
-                    stopped = (f"perf_analyzer passed the memory limit of {limit_mb / 1024:g} GB ({mb:.0f} MB) after "
-                               f"{time.monotonic() - started:.0f} s and was stopped ({perf.MEMORY_ISSUE})")
-                    for victim in procs:
-                        try:
-                            victim.kill()
-                        except psutil.NoSuchProcess:
-                            continue
-                if time.monotonic() - started > timeout_s and not stopped.startswith("timeout"):
-                    stopped = f"timeout: Model Analyzer ran past {timeout_s:.0f} s and was stopped"
-                    proc.terminate()  # the reaper stops its group and runs the cleanup
-                time.sleep(interval)
+            peak, stopped = _guard(proc, psutil.Process(proc.pid), ports, limit_mb, timeout_s, interval)
         finally:
             if proc.poll() is None:
-                proc.terminate()
+                proc.terminate()  # the reaper stops its group and runs the cleanup
                 try:
                     proc.wait(30)
                 except subprocess.TimeoutExpired:
@@ -299,32 +352,38 @@ def run(config: Mapping, workdir: str | Path, *, timeout_s: float = 600.0, memor
 
 
 def run_docker(config: Mapping, tag: str, model_repository: str | Path, results_dir: str | Path, *,
-               timeout_s: float = 600.0) -> AnalyzerRun:
-    """Write `config` to results_dir/config.yml and run docker_command on it (the SDK image; Docker launch mode), as
-    a named container under the reaper (ngc.start_container: a dead kernel's container is removed); stopped after
-    `timeout_s`. Model Analyzer stops the server container it started when it ends."""
+               timeout_s: float = 600.0, memory_limit_gb: float | None = None, interval: float = 0.2,
+               grace: float = 60.0) -> AnalyzerRun:
+    """Write `config` (remote launch mode: the series' server runs already) to results_dir/config.yml and run
+    docker_command on it, alone among this machine's load generators, as a named container under the reaper
+    (ngc.start_container: a dead kernel's container is removed), its perf_analyzers' memory capped as in `run`.
+    However it ends (its own end, `timeout_s`, Ctrl-C, an error) the container gets SIGINT first (Model Analyzer
+    finishes the measurement under way and exits), SIGKILL after `grace` s, then `docker rm -f` (ngc.stop_container)."""
     from . import perf
 
+    if config.get("triton_launch_mode") != "remote":
+        raise ValueError(f"the docker world runs Model Analyzer in remote launch mode against the series' server; "
+                         f"got triton_launch_mode={config.get('triton_launch_mode')!r}")
     results_dir = Path(results_dir).resolve()
     results_dir.mkdir(parents=True, exist_ok=True)
     config_file = results_dir / "config.yml"
     config_file.write_text(render_yaml(config))
     ngc.ensure_image(ngc.image("sdk", tag))
-    ngc.ensure_image(ngc.image("tritonserver", tag))
-    out_file, stopped = results_dir / "model_analyzer.log", ""
+    ports = markers(config)
+    limit_mb = (memory_limit_gb or perf.default_memory_limit_gb()) * 1024
+    out_file, peak, stopped = results_dir / "model_analyzer.log", 0.0, ""
     with perf.one_load_generator(), open(out_file, "w") as out:
         started = time.monotonic()
-        proc, _ = ngc.start_container(docker_command(tag, model_repository, results_dir), stdout=out,
-                                      stderr=subprocess.STDOUT)
+        proc, name = ngc.start_container(docker_command(tag, model_repository, results_dir), stdout=out,
+                                         stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            stopped = f"timeout: Model Analyzer ran past {timeout_s:.0f} s and was stopped"
-            proc.terminate()  # the reaper stops the CLI and removes the container
-            proc.wait(60)
+            peak, stopped = _guard(proc, None, ports, limit_mb, timeout_s, interval)
+        finally:
+            ngc.stop_container(proc, name, grace)
         seconds = time.monotonic() - started
+    cleaned = cleanup(ports, names=("perf_analyzer",))  # run as this user: its perf_analyzers are ours to see
     return AnalyzerRun(proc.returncode, round(seconds, 1), out_file.read_text(errors="replace"), config_file,
-                       Path(config["export_path"]), stopped=stopped)
+                       Path(config["export_path"]), round(peak, 1), stopped, cleaned)
 
 
 # metrics-model-inference.csv's columns (Model Analyzer's default inference_output_fields), renamed for the page

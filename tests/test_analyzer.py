@@ -72,7 +72,7 @@ def test_launch_fields_and_the_notebooks_search_fields_are_model_analyzers():
     keys = {k.value for k in search.keys}
     server = analyzer.explicit_server(series.ROOT / "models", RuntimeChoice("local", "test", LocalTriton(Path("t"), Path("b"), "x")), ["m"])
     launch = {*analyzer.local_launch(LocalTriton(Path("t"), Path("b"), "x"), perf.PerfAnalyzer(Path("p"), "x")),
-              *analyzer.docker_launch("24.05", "/results"), *analyzer.remote_launch(server, perf.PerfAnalyzer(Path("p"), "x"))}
+              *analyzer.remote_launch(server, perf.PerfAnalyzer(Path("p"), "x"))}
     assert keys and not (keys | launch) - known, sorted((keys | launch) - known)
 
 
@@ -174,15 +174,47 @@ sys.exit(subprocess.run([{str(pa)!r}]).returncode)
     assert run.returncode != 0 and time.monotonic() - started < 30
 
 
-def test_docker_command_mounts_host_paths_where_the_sibling_server_finds_them(tmp_path):
-    launch = analyzer.docker_launch("24.05", tmp_path)
+def test_docker_command_runs_remote_mode_as_the_user_on_the_series_gpu(tmp_path, monkeypatch):
+    """Review 2026-12-03, HIGH 1, MED 3 and 4: the SDK container ran as root (root-owned checkpoints), on every GPU,
+    with the Docker socket so that Model Analyzer started its own server on 0.0.0.0:8000-8002. Now: remote mode, as
+    the user, Docker's init, the series' GPU, the host's network (the series' server is on 127.0.0.1), no socket."""
+    monkeypatch.setenv("TUTORIAL_GPU", "1")
+    (tmp_path / "repo").mkdir()
     cmd = analyzer.docker_command("24.05", tmp_path / "repo", tmp_path)
-    assert launch["triton_docker_image"] == "nvcr.io/nvidia/tritonserver:24.05-py3"
-    assert launch["output_model_repository_path"].startswith(str(tmp_path))
-    assert f"{tmp_path / 'repo'}:{tmp_path / 'repo'}" in cmd and f"{tmp_path}:{tmp_path}" in cmd
-    assert "/var/run/docker.sock:/var/run/docker.sock" in cmd and "--net=host" in cmd and "--ipc=host" in cmd
+    options = cmd[:cmd.index("nvcr.io/nvidia/tritonserver:24.05-py3-sdk")]
+    assert f"{os.getuid()}:{os.getgid()}" == options[options.index("--user") + 1] and "--init" in options
+    assert options[options.index("--gpus") + 1] == "device=1" and "all" not in options
+    assert options[options.index("--network") + 1] == "host" and "--ipc=host" in options
+    assert not any("docker.sock" in a for a in cmd)
+    assert f"{tmp_path / 'repo'}:{tmp_path / 'repo'}:ro" in cmd and f"{tmp_path}:{tmp_path}" in cmd
     assert cmd[cmd.index("nvcr.io/nvidia/tritonserver:24.05-py3-sdk") + 1:] == [
         "model-analyzer", "profile", "-f", f"{tmp_path}/config.yml"]
+    assert not hasattr(analyzer, "docker_launch")
+
+
+def test_run_docker_refuses_any_launch_mode_but_remote(tmp_path):
+    with pytest.raises(ValueError, match="remote launch mode"):
+        analyzer.run_docker({"triton_launch_mode": "docker"}, "24.05", tmp_path, tmp_path)
+
+
+def test_a_fresh_search_folder_each_run_and_a_cleanup_that_fails_loudly(tmp_path, monkeypatch):
+    """Review HIGH 1: rmtree(ignore_errors=True) left an earlier run's root-owned checkpoint, which Model Analyzer
+    then reused. Each search gets a new folder, and what cannot be deleted is an error naming it and why."""
+    first = analyzer.fresh_workdir(tmp_path / "ma")
+    (first / "checkpoints").mkdir()
+    (first / "checkpoints" / "0.ckpt").write_text("{}")
+    second = analyzer.fresh_workdir(tmp_path / "ma")
+    assert second != first and not first.exists() and list(second.iterdir()) == []
+    (second / "checkpoints").mkdir()
+    (second / "checkpoints" / "0.ckpt").write_text("{}")
+    import shutil
+
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(second / "checkpoints" / "0.ckpt"))
+
+    monkeypatch.setattr(shutil, "rmtree", refuse)
+    with pytest.raises(PermissionError, match=r"cannot delete .*0\.ckpt \(Permission denied; owned by uid \d+"):
+        analyzer.fresh_workdir(tmp_path / "ma")
 
 
 def test_explicit_server_lets_model_analyzer_load_variants(tmp_path):

@@ -370,7 +370,7 @@ def test_the_series_tag_reaches_every_image_the_docker_world_runs(tmp_path, monk
     assert convert.tensorrt_version_in_image() == "10.15.1.29"  # pulled, then run: both images in `run`
     ngc.pull_all()  # `./tutorial pull`: every image, pulled
     images = [ngc.image_of(c) for c in commands] + _images(k8s.plain("app", ["m"])) + run + [
-        analyzer.docker_launch(tag, tmp_path)["triton_docker_image"],
+        ngc.image_of(analyzer.explicit_server(tmp_path / "models", RuntimeChoice("docker", "test"), ["m"], tag=tag).command()),
         ngc.image_of(analyzer.docker_command(tag, tmp_path / "models", tmp_path))]
     assert len(images) == 16 and all(re.search(r":26\.02-py3(-sdk)?$", i) for i in images), images
     assert k8s.kserve("app", storage_uri="s3://b/m")[0]["spec"]["predictor"]["model"]["runtimeVersion"] == "26.02-py3"

@@ -81,7 +81,7 @@ def _server(tmp_path, name: str) -> list[str]:
     from helpers.launchers import free_port
 
     port = free_port()
-    return ["run", "--rm", "--name", name, "--network", "host", "-v", f"{repo}:/models",
+    return ["run", "--rm", "--init", "--name", name, "--network", "host", "-v", f"{repo}:/models",
             ngc.image("tritonserver"), "tritonserver", "--model-repository=/models", f"--http-port={port}",
             f"--grpc-port={free_port()}", f"--metrics-port={free_port()}", "--http-address=127.0.0.1"]
 
@@ -177,3 +177,22 @@ def test_a_server_bound_to_loopback_in_a_bridge_network_cannot_be_reached(docker
 def test_volume_modes_are_checked_as_docker_does(docker, tmp_path):
     out = docker("run", "--rm", "-v", f"{tmp_path}:/results:rx", ngc.image("sdk"), "perf_analyzer")
     assert out.returncode == 125 and "invalid mode: rx" in out.stderr
+
+
+def test_pid_1_without_init_drops_a_signal_it_has_no_handler_for():
+    """Review 2026-12-03, MED 12 (b): the test docker passed SIGTERM to any container process. Without --init the
+    process is PID 1, and the kernel drops a signal PID 1 has no handler for (pid_namespaces(7)); the test docker
+    reads the handlers from /proc/PID/status (SigCgt): Model Analyzer (a Python) handles SIGINT, not SIGTERM."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fake_docker", FAKE / "fake_docker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    python = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        python.stdout.readline()
+        assert module._caught(python.pid, signal.SIGINT) and not module._caught(python.pid, signal.SIGTERM)
+    finally:
+        python.kill()
+        python.wait()

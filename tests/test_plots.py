@@ -16,6 +16,7 @@ import pytest  # noqa: E402
 from helpers import perf, plots  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "docs" / "data"
+ARCHIVE = DATA / "archive" / "h200-2026-12-02"  # a recorded run with a stopped gRPC row
 
 
 def _overlaps(fig) -> list[tuple[str, str]]:
@@ -59,7 +60,7 @@ def _ticklabels(ax) -> list[str]:
 
 
 def test_variants_figure_marks_the_stopped_grpc_row():
-    table = pd.read_csv(DATA / "h200_2026-12-02_14_variants.csv")
+    table = pd.read_csv(ARCHIVE / "14_variants.csv")
     failed = table.loc[~table["stable"], "variant"].tolist()
     assert failed, "the recorded run has a stopped row: the test must draw one"
     fig = plots.effect(table.rename(columns={"variant": "value"}), "value", "ResNet18 at concurrency 16", p99_budget_ms=10)
@@ -72,7 +73,7 @@ def test_variants_figure_marks_the_stopped_grpc_row():
 @pytest.mark.parametrize("knob", ["instances", "preferred batch sizes", "queue delay (us)", "backend parameters",
                                   "transport"])
 def test_knob_figures(knob):
-    knobs = pd.read_csv(DATA / "h200_2026-12-02_13_knobs.csv")
+    knobs = pd.read_csv(ARCHIVE / "13_knobs.csv")
     table = knobs[knobs["knob"] == knob]
     _check(plots.effect(table, "value", f"resnet18_opt: {knob} at concurrency 16"), table["value"].astype(str).tolist(),
            table.loc[~table["stable"], "value"].tolist())
@@ -98,7 +99,7 @@ def test_candidates_figure():
 
 
 def _saturation() -> pd.DataFrame:
-    sweep = pd.read_csv(DATA / "h200_2026-12-02_14_saturation.csv")
+    sweep = pd.read_csv(ARCHIVE / "14_saturation.csv")
     return pd.concat([sweep, pd.DataFrame([{"concurrency": 256, "stable": False, "error": perf.UnstableMeasurement(
         "perf_analyzer found no stable measurement for 'resnet18_uint8_i2' at concurrency 256").args[0]}])],
         ignore_index=True)
@@ -118,7 +119,7 @@ def test_saturation_sweep_has_log2_levels_budget_and_knee():
 
 
 def test_dense_sweep_from_the_comparison_run():
-    comparison = pd.read_csv(DATA / "h200_2026-12-02_13_comparison.csv")
+    comparison = pd.read_csv(ARCHIVE / "13_comparison.csv")
     results = {model: df for model, df in comparison.groupby("model", sort=False)}
     fig = plots.sweep(results, "ResNet18 on Triton", p99_budget_ms=10.0)
     assert sorted(int(round(t)) for t in fig.axes[0].get_xticks()) == sorted(comparison["concurrency"].unique())
@@ -132,7 +133,7 @@ def test_dense_sweep_from_the_comparison_run():
 
 
 def test_bars_at_the_top_level_keep_a_missing_row():
-    comparison = pd.read_csv(DATA / "h200_2026-12-02_13_comparison.csv")
+    comparison = pd.read_csv(ARCHIVE / "13_comparison.csv")
     results = {model: df for model, df in comparison.groupby("model", sort=False)}
     top = int(comparison["concurrency"].max())
     label = next(iter(results))
@@ -143,14 +144,14 @@ def test_bars_at_the_top_level_keep_a_missing_row():
 
 
 def test_latency_split_marks_a_stopped_row():
-    comparison = pd.read_csv(DATA / "h200_2026-12-02_13_comparison.csv")
+    comparison = pd.read_csv(ARCHIVE / "13_comparison.csv")
     rows = {model: df.set_index("concurrency").loc[16] for model, df in comparison.groupby("model", sort=False)}
     rows["resnet18_opt, best settings (gRPC, c=16)"] = pd.Series({"stable": False, "error": "no stable measurement"})
     _check(plots.latency_split(rows, "Average request at concurrency 16"), list(rows), ["best"])
 
 
 def test_queue_signal_and_memory_traces():
-    results = json.loads((DATA / "h200_2026-12-02_11_results.json").read_text())
+    results = json.loads((ARCHIVE / "11_results.json").read_text())
     table = pd.DataFrame(results["table"])
     signal = table.assign(queue_us_per_request=table["queue_ms"] * 1000)
     _check(plots.queue_signal(signal, 500.0, 10.0, "Queue time"), [],
@@ -167,7 +168,7 @@ def test_failure_reason_is_short_and_names_the_cause():
 
 
 def test_a_sweep_without_a_knee_says_so():
-    sweep = pd.read_csv(DATA / "h200_2026-12-02_14_saturation.csv")
+    sweep = pd.read_csv(ARCHIVE / "14_saturation.csv")
     fig = plots.sweep({"UINT8": sweep}, "Saturation", p99_budget_ms=1.0, knee=perf.best(sweep, 1.0), knee_sought=True)
     assert "no knee: no level kept p99 within 1 ms" in _texts(fig)
     _check(fig, ["UINT8"])

@@ -23,6 +23,17 @@
                                   run` CLI, as a real container does; SIGTERM/SIGINT to the CLI are passed on
                                   (--sig-proxy, each one noted in $FAKE_DOCKER_STATE/signals); with --rm its record
                                   goes when it exits.
+                                  Per tag (flags.py, read from each release's sources): tritonserver and perf_analyzer
+                                  refuse an option their release does not have ("unrecognized option").
+                                  PID 1: without --init the image's process is PID 1, and the kernel gives PID 1 no
+                                  default action for SIGTERM/SIGINT: a signal it has no handler for (SigCgt in
+                                  /proc/PID/status) is dropped, as in pid_namespaces(7); noted as "ignored".
+                                  --user: without it the container runs as root, and what it creates in a writable
+                                  mount is root's: listed in $FAKE_DOCKER_STATE/root-owned, which userfs/
+                                  sitecustomize.py turns into the user's PermissionError on delete or write.
+                                  -sdk image `model-analyzer profile -f CONFIG`: model_analyzer_standin.py, a stand-in
+                                  of the test docker (not Model Analyzer): it checks the YAML and the launch, then
+                                  measures each variant with this machine's perf_analyzer on the remote server.
   docker stop NAME / kill NAME    SIGTERM (SIGKILL after 10 s) / SIGKILL to the container
   docker rm [-f] NAME             removes a stopped container; a running one only with -f (Docker's error otherwise)
   docker ps [-a] [--format ...]   the names of running containers (-a: stopped ones too)
@@ -46,6 +57,23 @@ STATE = Path(os.environ.get("FAKE_DOCKER_STATE", Path(tempfile.gettempdir()) / "
 OPTIONS_FILE = Path(__file__).resolve().parent.parent / "data" / "docker_run_options.txt"
 # Paths an NGC image has of its own (a command may name them without a mount).
 IMAGE_PATHS = ("/opt/", "/usr/", "/workspace", "/dev/", "/proc/")
+
+
+def _tag(image: str) -> str:
+    """The NGC release tag of an image name (nvcr.io/nvidia/tritonserver:26.02-py3-sdk -> 26.02)."""
+    return image.rpartition(":")[2].split("-", 1)[0]
+
+
+def _unrecognized(program: str, image: str, args: list[str]) -> int | None:
+    """Exit as `program` of the image's tag does when given an option its release lacks (flags.py), else None."""
+    import flags
+
+    unknown = flags.unknown_options(program, _tag(image), args)
+    if not unknown:
+        return None
+    stand_in, _ = flags.table_for(_tag(image), flags.TRITONSERVER if program == "tritonserver" else flags.PERF_ANALYZER)
+    return _say(1, f"{program}: unrecognized option '{unknown[0]}' (fake docker: not in the {program} of NGC "
+                   f"{stand_in}, tests/fakedocker/flags.py)")
 
 
 def _options() -> dict[str, bool]:
@@ -106,7 +134,7 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
     """Options, image and command of `docker run`; an option Docker does not know exits 125 as Docker's CLI does."""
     known = _options()
     opts = {"volumes": {}, "ports": {}, "name": None, "workdir": None, "gpus": None, "network": None, "env": {},
-            "rm": False, "user": None, "ipc": None, "init": False, "pull": "missing"}
+            "rm": False, "user": None, "ipc": None, "init": False, "pull": "missing", "modes": {}}
     i = 0
     while i < len(args) and args[i].startswith("-"):
         flag, _, inline = args[i].partition("=")
@@ -123,6 +151,7 @@ def _parse_run(args: list[str]) -> tuple[dict, str, list[str]]:
                 print(f"docker: Error response from daemon: invalid mode: {':'.join(mode)}.", file=sys.stderr)
                 raise SystemExit(125)
             opts["volumes"][dst] = src
+            opts["modes"][dst] = ",".join(mode)
         elif flag in ("-p", "--publish"):
             parts = value.split(":")
             opts["ports"][int(parts[-1])] = int(parts[-2])
@@ -179,24 +208,70 @@ def _running(name: str) -> bool:
     return record.exists() and _alive(int(record.read_text() or 0))
 
 
+def _caught(pid: int, number: int) -> bool:
+    """Whether process `pid` has a handler for signal `number` (its SigCgt mask in /proc/PID/status)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (number - 1) & 1)
+    except OSError:
+        return False
+    return False
+
+
+def _writable_mounts(opts: dict) -> list[Path]:
+    """The host folders mounted writable (no :ro)."""
+    return [Path(src) for dst, src in opts["volumes"].items() if Path(src).is_dir() and not _read_only(opts, dst)]
+
+
+def _read_only(opts: dict, dst: str) -> bool:
+    return "ro" in opts.get("modes", {}).get(dst, "").split(",")
+
+
+def _tree(folders: list[Path]) -> set[str]:
+    """Every path under `folders`."""
+    found = set()
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            found.update(os.path.join(root, n) for n in dirs + files)
+    return found
+
+
 def _start(opts: dict, argv: list[str], env: dict[str, str], cwd: str | None = None) -> int:
     """Run the container's process as a child in its own session, as `docker run` without -d does: wait for it,
-    pass SIGTERM/SIGINT on, keep its record (the name stays taken) unless --rm."""
+    pass SIGTERM/SIGINT on (dropped by a PID 1 without --init that has no handler for it), keep its record (the name
+    stays taken) unless --rm; without --user, what it created in writable mounts is listed as root's."""
     import subprocess
 
+    as_root = not opts["user"]
+    mounts = _writable_mounts(opts) if as_root else []
+    before = _tree(mounts)
+    if not as_root:  # the user's own process: the user's view of root's files applies (userfs/sitecustomize.py)
+        env = {k: v for k, v in env.items() if k != "FAKE_DOCKER_DAEMON"}
     child = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True)
     if opts["name"]:
         (STATE / "containers").mkdir(parents=True, exist_ok=True)
         _record(opts["name"]).write_text(str(child.pid))
 
     def proxy(number: int, _frame) -> None:
+        ignored = not opts["init"] and not _caught(child.pid, number)
         with open(STATE / "signals", "a") as noted:
-            noted.write(f"{opts['name'] or '-'} {signal.Signals(number).name}\n")
-        child.send_signal(number)
+            noted.write(f"{opts['name'] or '-'} {signal.Signals(number).name}"
+                        + (" ignored (PID 1 without --init, no handler)" if ignored else "") + "\n")
+        if not ignored:
+            child.send_signal(number)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, proxy)
-    code = child.wait()
+    try:
+        code = child.wait()
+    finally:
+        if mounts:
+            created = sorted(_tree(mounts) - before)
+            if created:
+                with open(STATE / "root-owned", "a") as owned:
+                    owned.write("".join(f"{path}\n" for path in created))
     with contextlib.suppress(ProcessLookupError):  # nothing left in it
         os.killpg(child.pid, signal.SIGKILL)  # the main process is gone: Docker ends the rest of the container too
     if opts["name"] and opts["rm"]:
@@ -259,6 +334,9 @@ def run_server(opts: dict, command: list[str]) -> int:
 
     if command[:1] != ["tritonserver"]:
         return _say(127, f"fake docker: the tritonserver image runs `tritonserver ...`; got {command[:1]}")
+    refused = _unrecognized("tritonserver", opts["image"], command[1:])
+    if refused is not None:
+        return refused
     local = find_local_triton()
     args = []
     for arg in command[1:]:
@@ -280,8 +358,13 @@ def run_server(opts: dict, command: list[str]) -> int:
 def run_sdk(opts: dict, command: list[str]) -> int:
     from helpers.perf import find_perf_analyzer
 
+    if command[:1] == ["model-analyzer"]:
+        return run_model_analyzer(opts, command)
     if command[:1] != ["perf_analyzer"]:
-        return _say(127, f"fake docker: the SDK image here runs perf_analyzer only; got {command[:1]}")
+        return _say(127, f"fake docker: the SDK image here runs perf_analyzer and model-analyzer only; got {command[:1]}")
+    refused = _unrecognized("perf_analyzer", opts["image"], command[1:])
+    if refused is not None:
+        return refused
     url = command[command.index("-u") + 1] if "-u" in command[:-1] else "localhost:8001"
     if opts["network"] != "host" and url.rsplit(":", 1)[0] in ("localhost", "127.0.0.1"):
         return _say(1, f"error: failed to connect to {url}: Connection refused (fake docker: without --network host, "
@@ -299,12 +382,28 @@ def run_sdk(opts: dict, command: list[str]) -> int:
     return _start(opts, [str(pa.binary), *args], {**os.environ, **pa.env, **opts["env"]}, cwd)
 
 
+def run_model_analyzer(opts: dict, command: list[str]) -> int:
+    """The SDK image's `model-analyzer`: the test docker's stand-in (model_analyzer_standin.py), run in the
+    container as every image's process is, with what it needs to judge the launch: the container's network, the
+    mounts (container path -> host path and mode), the tag, and this machine's perf_analyzer for the SDK image's."""
+    from helpers.perf import find_perf_analyzer
+
+    pa = find_perf_analyzer()
+    context = {"network": opts["network"], "ipc": opts["ipc"], "gpus": opts["gpus"], "user": opts["user"],
+               "tag": _tag(opts["image"]), "volumes": opts["volumes"], "modes": opts["modes"],
+               "perf_analyzer": str(pa.binary), "docker_sock": "/var/run/docker.sock" in opts["volumes"]}
+    env = {**os.environ, **pa.env, **opts["env"], "FAKE_DOCKER_CONTAINER": json.dumps(context)}
+    standin = Path(__file__).resolve().parent / "model_analyzer_standin.py"
+    return _start(opts, [sys.executable, str(standin), *command[1:]], env)
+
+
 def _running_servers() -> dict[str, str]:
     """Running containers of the tritonserver image -> their --ipc ("private" without one), from their records."""
     folder = STATE / "run-options"
     found = {}
     for path in sorted(folder.iterdir()) if folder.exists() else []:
         image, _, ipc = path.read_text().partition(" ")
+        ipc = ipc.split(" ")[0]
         if "/tritonserver:" in image and not image.endswith("-sdk") and _running(path.name):
             found[path.name] = ipc
     return found
@@ -312,6 +411,7 @@ def _running_servers() -> dict[str, str]:
 
 def run(args: list[str]) -> int:
     opts, image, command = _parse_run(args)
+    opts["image"] = image
     if opts["gpus"] and not _toolkit():
         return _say(125, 'docker: Error response from daemon: could not select device driver "" with capabilities: '
                          "[[gpu]].")
@@ -330,7 +430,8 @@ def run(args: list[str]) -> int:
                        f"(mounts: {sorted(opts['volumes']) or 'none'})")
     if opts["name"]:  # what the SDK path needs to know of a running server: its image and its IPC namespace
         (STATE / "run-options").mkdir(parents=True, exist_ok=True)
-        (STATE / "run-options" / opts["name"]).write_text(f"{image} {opts['ipc'] or 'private'}")
+        (STATE / "run-options" / opts["name"]).write_text(f"{image} {opts['ipc'] or 'private'} "
+                                                         f"{'init' if opts['init'] else 'no-init'}")
     if "/tritonserver:" in image and image.endswith("-py3-sdk"):
         return run_sdk(opts, command)
     if "/tritonserver:" in image:
@@ -345,9 +446,15 @@ def _signal_container(name: str, first: int, grace: float) -> bool:
     if not record.exists():
         return False
     pid = int(record.read_text() or 0)
+    options = STATE / "run-options" / name
+    no_init = options.exists() and options.read_text().endswith(" no-init")
     for sig in (first, signal.SIGKILL):
         try:
-            os.killpg(pid, sig)  # the container's session: its process and everything it started
+            if sig != signal.SIGKILL and no_init:  # PID 1 gets it alone, and drops it without a handler
+                if _caught(pid, sig):
+                    os.kill(pid, sig)
+            else:
+                os.killpg(pid, sig)  # the container's session: its process and everything it started
         except ProcessLookupError:
             break
         deadline = time.monotonic() + grace
