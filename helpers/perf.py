@@ -76,8 +76,8 @@ class MemoryLimitExceeded(RuntimeError):
 
 
 # perf_analyzer keeps a copy of every request it sends over gRPC/HTTP until it exits (upstream issue #84), so its
-# memory grows with the requests sent: on an H200 3744 MB within 2 s at concurrency 16 (docs/data/h200_14_results.json)
-# and 877 KiB per 602 KB FP32 request (REQUEST_FIXED_BYTES below). Shared memory (`--shared-memory system|cuda`)
+# memory grows with the requests sent, about 877 KiB per 602 KB FP32 request (REQUEST_FIXED_BYTES below); each row
+# of notebooks 11 and 14 records its peak (peak_rss_mb). Shared memory (`--shared-memory system|cuda`)
 # sends no tensor bytes.
 MEMORY_ISSUE = "https://github.com/triton-inference-server/perf_analyzer/issues/84"
 MEMORY_CAP_GB = 3.5  # sampled every 0.2 s: a run stopped here stays under 4 GB
