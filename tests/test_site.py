@@ -121,8 +121,9 @@ def test_every_page_renders_in_chromium(served_site, tmp_path):
     out, url = served_site
     pages = _pages(out)
     recorded = len(list((series.ROOT / "docs" / "runs").glob("*/*.ipynb")))
-    # home, four docs pages, this run's notebooks, the recorded runs' notebooks
-    assert len(pages) == 5 + len(series.notebooks()) + recorded
+    archived = len(list((series.ROOT / "docs" / "data").rglob("*.md")))  # the archived runs' reports, published as kept
+    # home, four docs pages, this run's notebooks, the recorded runs' notebooks, the archived reports
+    assert len(pages) == 5 + len(series.notebooks()) + recorded + archived
     browser = _Chromium(tmp_path / "chromium-profile")
     try:
         for page in pages:
