@@ -106,6 +106,19 @@ def tagged(tag: str):
 
 
 FAKE_DOCKER = Path(__file__).resolve().parent / "fakedocker"
+
+
+@pytest.fixture
+def fake_docker(tmp_path, monkeypatch):
+    """The test `docker` first on PATH, with its own state; yields the log of every docker call."""
+    log = tmp_path / "docker-calls.jsonl"
+    monkeypatch.setenv("PATH", f"{FAKE_DOCKER}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_DOCKER_PYTHON", sys.executable)
+    monkeypatch.setenv("FAKE_DOCKER_STATE", str(tmp_path / "docker-state"))
+    monkeypatch.setenv("FAKE_DOCKER_LOG", str(log))
+    yield log
+
+
 DOCKER_NOTEBOOKS = ["03", "04", "05", "06", "07", "10", "11", "12", "13", "14", "15"]  # the TensorRT steps fail there, said so
 DOCKER_RUN_TAG = "docker-run"
 # the newest release the policy table has (not the default, 24.05): every server and container of the run must use it

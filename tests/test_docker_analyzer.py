@@ -18,17 +18,12 @@ DOCKER = RuntimeChoice("docker", "test docker")
 
 
 @pytest.fixture
-def fake_docker(tmp_path, monkeypatch):
-    """The test `docker` first on PATH, with its own state; yields the log of every docker call."""
+def fake_docker(fake_docker, monkeypatch):
+    """conftest's test docker, without perf_analyzer's machine-wide lock (these tests measure nothing)."""
     import contextlib
 
-    log = tmp_path / "docker-calls.jsonl"
-    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_DOCKER_PYTHON", sys.executable)
-    monkeypatch.setenv("FAKE_DOCKER_STATE", str(tmp_path / "docker-state"))
-    monkeypatch.setenv("FAKE_DOCKER_LOG", str(log))
     monkeypatch.setattr(perf, "one_load_generator", contextlib.nullcontext)
-    yield log
+    return fake_docker
 
 
 def _search(repo: Path, work: Path) -> dict:

@@ -19,19 +19,6 @@ from helpers import convert, ngc, perf, runtime
 from helpers.runtime import RuntimeChoice, choose_runtime
 from helpers.server import TritonServer
 
-FAKE = Path(__file__).resolve().parent / "fakedocker"
-
-
-@pytest.fixture
-def fake_docker(tmp_path, monkeypatch):
-    """The test `docker` first on PATH, with its own state; yields the log of every docker call."""
-    log = tmp_path / "docker-calls.jsonl"
-    monkeypatch.setenv("PATH", f"{FAKE}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_DOCKER_PYTHON", sys.executable)
-    monkeypatch.setenv("FAKE_DOCKER_STATE", str(tmp_path / "docker-state"))
-    monkeypatch.setenv("FAKE_DOCKER_LOG", str(log))
-    yield log
-
 
 @pytest.fixture
 def new_processes():
