@@ -117,6 +117,12 @@ def test_the_in_process_reference_times_the_forward_pass_on_the_device(tmp_path)
     assert bench.device_throughput(tmp_path / "m.pt", "cpu", sample, 8, seconds=0.2) > 0
     with pytest.raises(ValueError, match="cuda_graph needs a CUDA device; got 'cpu'"):
         bench.device_throughput(tmp_path / "m.pt", "cpu", sample, 8, cuda_graph=True)
+    # as many copies as the server has instances, each in its own thread: their images per second together
+    assert bench.device_throughput(tmp_path / "m.pt", "cpu", sample, 8, seconds=0.2, streams=2) > 0
+    with pytest.raises(ValueError, match="streams must be at least 1 .*got 0"):
+        bench.device_throughput(tmp_path / "m.pt", "cpu", sample, 8, streams=0)
+    with pytest.raises(ValueError, match="cuda_graph replays one graph on one stream; got streams=3"):
+        bench.device_throughput(tmp_path / "m.pt", "cuda", sample, 8, cuda_graph=True, streams=3)
 
 
 def test_the_clients_busy_cores_are_its_cpu_time_over_its_run():
