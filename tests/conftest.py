@@ -158,9 +158,12 @@ def pytest_keyboard_interrupt(excinfo):
 def pytest_collection_modifyitems(session, config, items):
     """The tests that read an executed run go first (its first test starts the ci run), the rest after them. Under
     xdist (CI: `-n 2 --dist worksteal`) the first worker takes the ci run and the readers, and the other works through
-    the rest, stealing from the end of the first's queue: the tests that need no run, while the run executes."""
+    the rest, stealing from the end of the first's queue: the tests that need no run, while the run executes. The
+    tests that need only the run's first notebooks (`ci_run_through`) go last, so they fall to the other worker, which
+    runs them as soon as those notebooks have finished, while the run goes on."""
     readers = [item for item in items if SHARED_RUNS & set(item.fixturenames)]
-    items[:] = readers + [item for item in items if not SHARED_RUNS & set(item.fixturenames)]
+    early = [item for item in items if "ci_run_through" in item.fixturenames]  # last: the other worker's, mid-run
+    items[:] = readers + [item for item in items if item not in readers and item not in early] + early
 
 
 def shared_dir(tmp_path_factory) -> Path:
@@ -261,6 +264,45 @@ def docker_series(request, tmp_path_factory):
             started = BackgroundSeries(run_dir, reuse=reuse)
     yield started
     started.stop(grace=0 if _interrupted else 900)
+
+
+def _held_by_another(lock: Path) -> bool:
+    """Whether another process holds the lock file `lock` now (the ci run executing on another xdist worker)."""
+    import fcntl
+
+    try:
+        descriptor = os.open(lock, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)  # closing the descriptor releases a lock taken through it
+    return False
+
+
+@pytest.fixture
+def ci_run_through(request, tmp_path_factory):
+    """A function: the ci run's folder as soon as its notebook `stem` has finished. While another xdist worker executes
+    the run, this waits only for that notebook's results (what the test reads, in the run folder, build/ and models/,
+    is then written); otherwise it is the whole run (the `ci_run` fixture)."""
+    import time
+
+    def through(stem: str, timeout: float = 1500) -> Path:
+        if os.environ.get("TUTORIAL_CI_RUN"):
+            return Path(os.environ["TUTORIAL_CI_RUN"])
+        shared = shared_dir(tmp_path_factory)
+        record, done = shared / "ci-run.json", shared / "ci-run" / "results" / f"{stem}.json"
+        deadline = time.monotonic() + timeout
+        while _held_by_another(shared / "ci-run.lock") and not record.exists() and time.monotonic() < deadline:
+            if done.exists():
+                return done.parent.parent
+            time.sleep(1)
+        return request.getfixturevalue("ci_run")  # finished (or failed: it says so), not started, or too slow
+
+    return through
 
 
 @pytest.fixture(scope="session")

@@ -287,3 +287,26 @@ def test_every_cell_that_measures_is_tagged_timed():
                      if cell.cell_type == "code" and measuring.search(cell.source)
                      and series.TIMED_TAG not in cell.metadata.get("tags", [])]
     assert untagged == []
+
+
+def test_a_ci_run_executing_in_another_process_is_seen_through_its_lock(tmp_path):
+    """conftest's early readers wait for a notebook only while another worker holds the ci run's lock."""
+    import subprocess
+    import sys
+
+    from conftest import _held_by_another
+
+    lock = tmp_path / "ci-run.lock"
+    assert not _held_by_another(lock)  # no lock file: nobody runs it
+    lock.touch()
+    assert not _held_by_another(lock)
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; d = os.open(sys.argv[1], os.O_RDONLY); "
+                               "fcntl.flock(d, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)", str(lock)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert _held_by_another(lock)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not _held_by_another(lock)
