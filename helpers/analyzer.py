@@ -128,6 +128,23 @@ def docker_command(tag: str, model_repository: str | Path, results_dir: str | Pa
                           init=True, extra=["--ipc=host"])
 
 
+# Model Analyzer learned dcgm_disable in PR #952 (2024-12-20), first in the SDK image of 25.01 (model_analyzer branch
+# r25.01); an older one refuses the key ("dcgm_disable is not a valid yaml argument": YamlConfigValidator, r24.05)
+# and reads GPU metrics with the DCGM its SDK image installs (server Dockerfile.sdk at v2.46.0: DCGM_VERSION 3.2.6).
+FIRST_TAG_WITH_DCGM_DISABLE = "25.01"
+
+
+def config_for_tag(config: Mapping, tag: str) -> dict:
+    """`config` as the Model Analyzer in NGC `tag`'s SDK image reads it: before FIRST_TAG_WITH_DCGM_DISABLE without
+    `dcgm_disable` (said when it was set)."""
+    config, tag = dict(config), ngc.series_tag(tag)
+    if tag < FIRST_TAG_WITH_DCGM_DISABLE and "dcgm_disable" in config:
+        if config.pop("dcgm_disable"):
+            print(f"note: the Model Analyzer of NGC {tag} has no dcgm_disable (it came with "
+                  f"{FIRST_TAG_WITH_DCGM_DISABLE}); it reads GPU metrics with its SDK image's DCGM")
+    return config
+
+
 RUN_PREFIX = "run-"  # one folder per search under the parent: fresh_workdir
 
 
@@ -367,6 +384,7 @@ def run_docker(config: Mapping, tag: str, model_repository: str | Path, results_
     results_dir = Path(results_dir).resolve()
     results_dir.mkdir(parents=True, exist_ok=True)
     config_file = results_dir / "config.yml"
+    config = config_for_tag(config, tag)
     config_file.write_text(render_yaml(config))
     ngc.ensure_image(ngc.image("sdk", tag))
     ports = markers(config)

@@ -1,9 +1,13 @@
 """The two ways the series starts Triton, behind one interface: the NGC container (docker) and a local binary."""
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import random
+import re
 import socket
+import warnings
+import zipfile
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -114,12 +118,23 @@ class DockerLauncher:
         stale = stale_engines(server.repository, server.model_names(), server.tag)
         if stale:  # before the pull: a 15 GB download is no way to learn that an engine cannot load
             raise RuntimeError("; ".join(stale))
-        leftovers = [n for n in containers() if n.startswith(CONTAINER_PREFIX)]
-        if server.container_name in leftovers:
-            raise RuntimeError(f"a container named {server.container_name} already exists (left by an interrupted "
-                               f"run?): remove it with `docker rm -f {server.container_name}`")
-        for name in leftovers:  # another port: not in our way, but it may hold a GPU and memory
-            print(f"note: container {name} from an earlier run still exists; `docker rm -f {name}` removes it")
+        torchscript_check(server.repository, server.model_names(), server.tag)
+        found = series_containers()
+        name = server.container_name
+        if found.get(name) == "running":
+            raise RuntimeError(f"container {name} is running: a server of another notebook, kernel or user on this "
+                               f"machine has port {server.http_port}; stop that server, or remove it with "
+                               f"`docker rm -f {name}` if it is yours")
+        if name in found:
+            raise RuntimeError(f"a container named {name} already exists ({found[name]}: left by an interrupted run?): "
+                               f"remove it with `docker rm -f {name}`")
+        for other, state in found.items():  # another port: not in our way, but it may hold a GPU and memory
+            if state == "running":
+                print(f"note: container {other} is running (another notebook, kernel or user on this machine): it "
+                      "shares the GPU with this server")
+            else:
+                print(f"note: container {other} from an earlier run still exists ({state}); `docker rm -f {other}` "
+                      "removes it")
         ngc.ensure_image(ngc.image("tritonserver", server.tag))  # before the readiness clock starts
 
     def cleanup_command(self, server) -> list[str]:
@@ -129,9 +144,27 @@ class DockerLauncher:
 CONTAINER_PREFIX = ngc.CONTAINER_PREFIX
 
 
+def series_containers() -> dict[str, str]:
+    """The series' containers on this engine that may be this user's, name -> state (containers): this user's
+    one-shot containers (ngc.user_prefix) and the servers (CONTAINER_PREFIX and a port: with the host's network a
+    port, so a running server's name, is the machine's, whoever started it); another user's one-shot containers are
+    not this user's business."""
+    server = re.compile(re.escape(CONTAINER_PREFIX) + r"\d+")
+    return {name: state for name, state in containers().items()
+            if name.startswith(ngc.user_prefix()) or server.fullmatch(name)}
+
+
 def _release(version: str) -> tuple[int, ...]:
-    """major.minor.patch of a TensorRT version ("10.0.1.6" -> (10, 0, 1)): what an engine must match to load."""
-    return tuple(int(p) for p in str(version).split(".")[:3] if p.isdigit())
+    """major.minor.patch.build of a TensorRT version ("10.0.1.6" -> (10, 0, 1, 6)), as far as it is given."""
+    return tuple(int(p) for p in str(version).split(".")[:4] if p.isdigit())
+
+
+def same_tensorrt(built: str, expected: str) -> bool:
+    """Whether an engine built by TensorRT `built` loads in TensorRT `expected`: "major, minor, patch, and build
+    versions" must all match (TensorRT's support policies); a build number only one side records is not compared."""
+    one, other = _release(built), _release(expected)
+    shared = max(3, min(len(one), len(other)))
+    return one[:shared] == other[:shared]
 
 
 def stale_engines(repository: str | Path, models: Sequence[str], tag: str) -> list[str]:
@@ -166,8 +199,8 @@ def stale_engines(repository: str | Path, models: Sequence[str], tag: str) -> li
         elif expected is None:
             print(f"note: model '{name}': built by TensorRT {built}; the TensorRT of NGC {tag} is unknown here "
                   f"({known}), so whether it can load the engine is not checked")
-        elif _release(built) != _release(expected):
-            builders = [t for t, v in ngc.TENSORRT_IN_RELEASE.items() if _release(v) == _release(built)]
+        elif not same_tensorrt(built, expected):
+            builders = [t for t, v in ngc.TENSORRT_IN_RELEASE.items() if same_tensorrt(built, v)]
             problems.append(
                 f"model '{name}': its engine was built by TensorRT {built} ({described}), but the NGC {tag} server "
                 f"links TensorRT {expected}, and an engine loads only in the TensorRT version that built it: rebuild "
@@ -176,12 +209,103 @@ def stale_engines(repository: str | Path, models: Sequence[str], tag: str) -> li
     return problems
 
 
-def containers() -> list[str]:
-    """Names of this engine's containers, running or stopped (`docker ps -a`), [] when Docker does not answer."""
+# The newest TorchScript file format libtorch reads: kMaxSupportedFileFormatVersion, 0xA in PyTorch 2.x
+# (caffe2/serialize/versions.h, the same in this environment's torch 2.14.1); a newer file fails at once ("Attempted
+# to read a PyTorch file with version 11, but the maximum supported version for reading is 10": inline_container.cc,
+# as torch 2.14.1 says it). A file within it may still use an operator or schema an older libtorch lacks (versions.h,
+# "Note [Dynamic Versions and torch.jit.save vs. torch.save]"): it is read by the same or a newer PyTorch, not surely
+# by an older one.
+TORCHSCRIPT_MAX_FORMAT = 10
+
+
+class TorchScriptNewerThanRelease(UserWarning):
+    """TorchScript saved by a PyTorch newer than the one the NGC server links: it may not load there."""
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    """(major, minor) of a version such as "2.14.1+cu130"."""
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]] + [0]
+    return parts[0], parts[1]
+
+
+def torchscript_format(path: str | Path) -> int | None:
+    """The file format version a TorchScript archive records (`<archive>/version` in its zip), or None when the file
+    is no zip archive or has none."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith("/version")]
+            return int(archive.read(names[0]).decode().strip()) if names else None
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return None
+
+
+def _torchscript_files(repository: str | Path, models: Sequence[str]) -> list[tuple[str, Path]]:
+    """(model, file) for each PyTorch-backend model among `models`: its newest version's TorchScript file."""
+    found = []
+    for name in models:
+        folder = Path(repository) / name
+        try:
+            config = read_config(folder)
+        except ConfigError:
+            continue  # the preflight check names it
+        if config.platform != "pytorch_libtorch" and config.backend != "pytorch":
+            continue
+        versions = sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+        if versions:
+            found.append((name, versions[-1] / (config.default_model_filename or "model.pt")))
+    return found
+
+
+def _torch_here() -> str | None:
+    """The torch version of this environment (which saves the series' TorchScript), without importing torch."""
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def torchscript_check(repository: str | Path, models: Sequence[str], tag: str) -> None:
+    """Refuse TorchScript among `models` that NGC `tag`'s libtorch cannot read (a file format newer than
+    TORCHSCRIPT_MAX_FORMAT), and warn (TorchScriptNewerThanRelease) when this environment's torch, which saved it,
+    is newer than the PyTorch the tag's backend links (ngc.pytorch_of): it may use what that libtorch lacks."""
+    files = [(name, path) for name, path in _torchscript_files(repository, models) if path.is_file()]
+    here = _torch_here()
+    release, exact, source = ngc.pytorch_of(tag)
+    problems, newer = [], []
+    for name, path in files:
+        version = torchscript_format(path)
+        if version is None:
+            print(f"note: model '{name}': {path} is no TorchScript zip archive with a version record, so whether "
+                  f"NGC {tag}'s libtorch reads it is not checked")
+        elif version > TORCHSCRIPT_MAX_FORMAT:
+            problems.append(f"model '{name}': {path} has TorchScript file format {version}, but libtorch reads "
+                            f"{TORCHSCRIPT_MAX_FORMAT} at most (NGC {tag}'s PyTorch {release or '?'}); save it with "
+                            f"the PyTorch NGC {tag} links, or serve it with a newer tag")
+        elif here and release and _major_minor(here) > _major_minor(release):
+            newer.append(name)
+    if problems:
+        raise RuntimeError("; ".join(problems))
+    if newer:
+        which = f"PyTorch {release}" if exact else f"PyTorch {release} or newer (not recorded exactly)"
+        warnings.warn(f"model(s) {', '.join(newer)}: TorchScript saved by torch {here} (this environment's; the file "
+                      f"records only its format version), but NGC {tag}'s PyTorch backend links {which}: {source}. "
+                      f"TorchScript loads in the same or a newer PyTorch, not surely in an older one: if the server "
+                      f"reports the model UNAVAILABLE, save it with torch {release} or older (pip install "
+                      f"'torch=={release}.*' in another environment), or choose a newer tag whose PyTorch is at least "
+                      f"{'.'.join(map(str, _major_minor(here)))}",
+                      TorchScriptNewerThanRelease, stacklevel=2)
+
+
+def containers() -> dict[str, str]:
+    """This engine's containers, running or not (`docker ps -a`), name -> state (`{{.State}}`: created, running,
+    exited, ...: https://docs.docker.com/reference/cli/docker/container/ls/), {} when Docker does not answer."""
     import subprocess
 
-    out = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}"], capture_output=True, text=True)
-    return out.stdout.split() if out.returncode == 0 else []
+    out = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}}\t{{.State}}"], capture_output=True, text=True)
+    if out.returncode != 0:
+        return {}
+    rows = [line.split("\t") for line in out.stdout.splitlines() if line.strip()]
+    return {row[0]: (row[1] if len(row) > 1 else "") for row in rows}
 
 
 class LocalLauncher:

@@ -55,6 +55,11 @@ class ReleasePolicy:
     tensorrt: str | None = None   # for display and the stale-engine check; builds read it from the image itself
     source: str = ""
     tensorrt_note: str = ""       # why `tensorrt` is None: what was read and did not say it
+    # the PyTorch (major.minor) whose libtorch the release's PyTorch backend links, for the TorchScript check; with
+    # pytorch_floor, only the least it can be (the release's own number was not read): pytorch_note says why
+    pytorch: str | None = None
+    pytorch_floor: bool = False
+    pytorch_note: str = ""
 
     @property
     def min_compute(self) -> tuple[int, int]:
@@ -83,6 +88,9 @@ _CUDA12_BRANCHES = {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 2
 #   its TensorRT 10.5.0 dropped Volta (_TRT_10_5_NOTES): 7.5, a V100 is refused.
 # 25.01 (_NOTES.format("25-01")): CUDA 12.8.0, driver 560+ (the notes' number; the branches are the same four),
 #   compute capability 7.5+ (Turing and newer: a V100 is refused). TensorRT 10.8.0.43 (Triton's compatibility matrix).
+#   The notes' 560 is kept although CUDA 12.8's own driver table names 570.26: any CUDA 12.x runs on a driver >= 525
+#   "with limited feature-set" (_CUDA_COMPAT, minor version compatibility), so below 570 is not a certain failure,
+#   while 26.02's CUDA 13 needs 580 outright (no older major driver). Likewise 24.10's allow list keeps R545.
 # 26.02 (_NOTES.format("26-02")): CUDA 13.1.1, compute capability 7.5+ (Turing to Blackwell). Its notes say "driver 575
 #   or later" and list the CUDA 12 data-center branches again, but CUDA 13.x needs driver >= 580 (_CUDA_COMPAT, table 1:
 #   "CUDA 13.x >= 580"), and no R470-R545 branch runs CUDA 13: the policy takes 580 and no older branch.
@@ -96,12 +104,24 @@ _CUDA12_BRANCHES = {470: (470, 57), 525: (525, 85), 535: (535, 86), 545: (545, 2
 #   passes is still in src/command_line_parser.cc, and build.py gives the Python backend numpy<2 and virtualenv only,
 #   so 14's JPEG step is left out as with 24.05. trtexec's flags across TensorRT 10 and 11: convert.py.
 # 22.11 (the articles' tag, TensorRT 8.5.1) was in the series' first table; it is older than OLDEST_TAG, so it is gone.
+# The PyTorch backend of a tritonserver:<tag>-py3 image links the libtorch of the NGC PyTorch container of the same
+# tag (server build.py: `nvcr.io/nvidia/pytorch:{upstream_container_version}-py3`, at v2.46.0 for 24.05); its PyTorch
+# is in the PyTorch container's release notes (_PYTORCH_NOTES), "PyTorch container image version YY.MM is based on":
+# 24.05: 2.4.0a0+07cecf4 (NVIDIA's 24.05 build of it is named torch-2.4.0a0+07cecf4168.nv24.05; the review of
+#   2026-12-03 read it with server build.py v2.46.0); 25.12: 2.10.0a0+b4e4ee81d3 (_PYTORCH_NOTES.format("25-12"), read
+#   2026-12). 24.10, 25.01 and 26.02's notes were not read: 24.10 and 25.01 take 24.05's as the least they can be
+#   (pytorch_of), and 26.02 takes 25.12's 2.10, a release before it.
+_PYTORCH_NOTES = "https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-{}.html"
+_PYTORCH_2602 = (f"at least 2.10, NGC PyTorch 25.12's ({_PYTORCH_NOTES.format('25-12')}: 2.10.0a0+b4e4ee81d3); the "
+                 f"26.02 PyTorch notes ({_PYTORCH_NOTES.format('26-02')}) were not read")
 RELEASE_POLICY = {
-    "24.05": ReleasePolicy((6, 0), 545, _CUDA12_BRANCHES, "10.0.1", _NOTES.format("24-05")),
+    "24.05": ReleasePolicy((6, 0), 545, _CUDA12_BRANCHES, "10.0.1", _NOTES.format("24-05"), pytorch="2.4",
+                           pytorch_note=f"2.4.0a0+07cecf4 ({_PYTORCH_NOTES.format('24-05')})"),
     "24.10": ReleasePolicy((6, 0), 560, _CUDA12_BRANCHES, "10.5.0", _NOTES.format("24-10")),
     "25.01": ReleasePolicy((7, 5), 560, _CUDA12_BRANCHES, "10.8.0", _NOTES.format("25-01")),
     "26.02": ReleasePolicy((7, 5), 580, {}, None, f"{_NOTES.format('26-02')} and {_CUDA_COMPAT}",
-                           tensorrt_note=_TRT_2602_UNKNOWN),
+                           tensorrt_note=_TRT_2602_UNKNOWN, pytorch="2.10", pytorch_floor=True,
+                           pytorch_note=_PYTORCH_2602),
 }
 
 # TensorRT inside NGC releases; for display and the stale-engine check only. Before a build, the notebooks read
@@ -183,6 +203,20 @@ def min_compute(tag: str) -> tuple[int, int]:
     unrecorded tag): the server's floor or its TensorRT's, whichever is higher; a TensorRT the table does not record
     is at least that of the newest recorded release before it (TensorRT only moves forward with the tag)."""
     return _floor(tag)[0]
+
+
+def pytorch_of(tag: str) -> tuple[str | None, bool, str]:
+    """The PyTorch (major.minor) whose libtorch NGC `tag`'s PyTorch backend links, whether that is exact (else the
+    least it can be: the newest recorded PyTorch of a release at or before the tag), and where it comes from; None
+    when nothing is recorded. PyTorch only moves forward with the tag."""
+    stand_in = _stand_in(check_tag(tag))
+    known = [(t, p) for t, p in sorted(RELEASE_POLICY.items()) if t <= stand_in and p.pytorch]
+    if not known:
+        return None, False, "no PyTorch recorded for it or an earlier release"
+    recorded, policy = known[-1]
+    exact = recorded == tag and not policy.pytorch_floor
+    source = policy.pytorch_note if recorded == tag else f"NGC {recorded}'s: {policy.pytorch_note}"
+    return policy.pytorch, exact, source
 
 
 SERIES_TAG_VARIABLE = "TUTORIAL_NGC_TAG"
@@ -275,6 +309,9 @@ def _driver_problem(tag: str, policy: ReleasePolicy, name: str, driver: str) -> 
         return (f"driver {driver} is older than {branch[0]}.{branch[1]}, the oldest of the R{branch[0]} branch NGC "
                 f"{tag} accepts on a data-center GPU")
     allowed = ", ".join(f"{b[0]}.{b[1]}+ (R{k})" for k, b in branches.items())
+    if allowed and _DATACENTER.search(name):  # a data-center GPU on a branch the release does not list
+        return (f"driver {driver} is older than the {need} that NGC {tag}'s CUDA needs, and its branch R{have[0]} is "
+                f"not among those NGC {tag}'s notes list for data-center GPUs ({allowed})")
     return (f"driver {driver} is older than the {need} that NGC {tag}'s CUDA needs"
             + (f" (data-center GPUs may use {allowed}; {name} is not one)" if allowed else ""))
 
@@ -381,6 +418,11 @@ class DockerInfo:
     def selinux(self) -> bool:
         """Whether the engine enforces SELinux labels (bind mounts then need `:z`)."""
         return any(o.split(",")[0] == "name=selinux" for o in self.security_options)
+
+    @property
+    def userns(self) -> bool:
+        """Whether the engine remaps user namespaces (userns-remap: its containers cannot share the host's network)."""
+        return any(o.split(",")[0] == "name=userns" for o in self.security_options)
 
     @property
     def rootless(self) -> bool:
@@ -519,6 +561,12 @@ def image_present(image_name: str) -> bool:
 CONTAINER_PREFIX = "triton-tutorials-"  # every container the series starts: `docker ps -a` finds leftovers by it
 
 
+def user_prefix() -> str:
+    """The start of this user's one-shot container names, CONTAINER_PREFIX then u<uid>- (one Docker engine serves
+    every user of a machine: a scan for leftovers must not take another user's live containers for its own)."""
+    return f"{CONTAINER_PREFIX}u{os.getuid()}-"
+
+
 def name_of(args: Sequence[str]) -> str | None:
     """The --name of a `docker run` argument list, or None."""
     image = image_of(args)
@@ -533,12 +581,13 @@ def name_of(args: Sequence[str]) -> str | None:
 
 def named(args: Sequence[str]) -> tuple[list[str], str]:
     """`args` (a `docker run`) and its container's name: the --name it has, else a new one of this process
-    (triton-tutorials-<image>-<pid>-<random>) inserted after `docker run`, so that it can be removed by name."""
+    (triton-tutorials-u<uid>-<image>-<pid>-<random>: user_prefix) inserted after `docker run`, so that it can be
+    removed by name."""
     name = name_of(args)
     if name:
         return list(args), name
     kind = re.sub(r"[^a-zA-Z0-9_.-]", "-", image_of(args).rsplit("/", 1)[-1].split(":")[0])
-    name = f"{CONTAINER_PREFIX}{kind}-{os.getpid()}-{secrets.token_hex(3)}"
+    name = f"{user_prefix()}{kind}-{os.getpid()}-{secrets.token_hex(3)}"
     return [*list(args)[:2], "--name", name, *list(args)[2:]], name
 
 

@@ -154,19 +154,47 @@ def _watched_processes(root: psutil.Process, marker: str, container: bool = True
     return procs
 
 
-# per user: another user's lock file is not ours to open for writing
-LOCK_FILE = Path(tempfile.gettempdir()) / f"triton-tutorials-perf_analyzer-{os.getuid()}.lock"
+# One for the machine, not per user: perf_analyzer names its system shared-memory regions alike in every run
+# (/dev/shm/INPUT__0_0_0, OUTPUT__0, created 0600 by whoever runs first: client r24.05 shm_utils.cc), so two users'
+# runs collide as two of one user's do, and their windows disturb each other on the GPU.
+LOCK_FILE = Path(tempfile.gettempdir()) / "triton-tutorials-perf_analyzer.lock"
+
+
+def _lock_descriptor(lock: Path) -> int:
+    """A descriptor of the file `lock`: the existing file opened read-only and without O_CREAT (flock(2) locks a file
+    whatever mode it was opened in, and in a sticky /tmp fs.protected_regular refuses O_CREAT on another user's
+    file), else a new one, made readable by every user (0644 whatever the umask)."""
+    for _ in range(3):
+        try:
+            return os.open(lock, os.O_RDONLY)
+        except FileNotFoundError:
+            pass
+        except PermissionError as exc:
+            info = os.stat(lock)
+            raise PermissionError(exc.errno, f"the lock file {lock} (one perf_analyzer at a time on this machine) "
+                                  f"should be readable by every user; it is uid {info.st_uid}'s with mode "
+                                  f"{info.st_mode & 0o777:o}: ask its owner or root to `chmod 644 {lock}`") from exc
+        try:
+            descriptor = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # another process made it in between: open that one
+            continue
+        os.fchmod(descriptor, 0o644)  # the umask may have taken the others' read bit
+        return descriptor
+    raise RuntimeError(f"the lock file {lock} kept appearing and vanishing; remove it and run again")
 
 
 @contextlib.contextmanager
 def exclusive(lock: str | Path):
-    """Hold an exclusive lock on the file `lock` for the block: one process at a time, whichever started it."""
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    """Hold an exclusive lock on the file `lock` for the block: one process at a time, whichever user started it."""
+    descriptor = _lock_descriptor(Path(lock))
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(descriptor, fcntl.LOCK_UN)
+    finally:
+        os.close(descriptor)
 
 
 def one_load_generator():

@@ -47,13 +47,24 @@ def docker_engine() -> tuple[bool, str]:
 
 
 def docker_rootless() -> tuple[bool, str]:
-    """Whether the Docker engine runs rootless, with what that breaks for the series (ngc.docker_info)."""
+    """Whether the Docker engine runs rootless or remaps user namespaces (docker_userns), with what that breaks for
+    the series: either way its containers cannot have this host's network and user ids (ngc.docker_info)."""
     info = ngc.docker_info()
     if not info.rootless:
-        return False, "not rootless"
+        return docker_userns() if info.userns else (False, "not rootless")
     return True, ("the Docker engine runs rootless (`docker info` lists name=rootless): its `--network host` is the "
                   "rootless daemon's network namespace, not this host's, so clients here cannot reach the server on "
                   "127.0.0.1, and `--user` maps to a subordinate uid; use a rootful engine for the docker path")
+
+
+def docker_userns() -> tuple[bool, str]:
+    """Whether the Docker engine remaps user namespaces, with what that breaks for the series (ngc.docker_info)."""
+    if not ngc.docker_info().userns:
+        return False, "no userns-remap"
+    return True, ("the Docker engine remaps user namespaces (`docker info` lists name=userns): such an engine cannot "
+                  "share the host's network with a container (`--network host`, which every server and client "
+                  "container of the series uses), and `--user` maps to a subordinate uid (Docker's userns-remap "
+                  "page, 'User namespace known limitations'); use an engine without userns-remap for the docker path")
 
 
 def container_toolkit() -> tuple[bool, str]:

@@ -125,13 +125,17 @@ def test_each_tag_has_its_own_perf_analyzer(fake_docker, tmp_path, tag, flag, ok
 
 
 def test_every_docker_command_of_the_series_is_accepted_by_each_tags_binaries(tmp_path, monkeypatch):
-    """Issue 35, item 3: the docker world runs one tag (conftest.DOCKER_TAG); every tritonserver and perf_analyzer
-    command the helpers build is checked here against the option tables of 24.05 and 26.02 (and 24.10, 25.01)."""
+    """Issue 35, item 3: the docker world runs one tag (conftest.DOCKER_TAG); every tritonserver, perf_analyzer,
+    trtexec and model-analyzer command the helpers build (with Model Analyzer's YAML keys) is checked here against
+    the option tables of 24.05 and 26.02 (and 24.10, 25.01): a few seconds instead of a docker world per tag."""
     sys.path.insert(0, str(FAKE))
     import flags
+    from helpers import convert
     from helpers.server import TritonServer
 
     (tmp_path / "models").mkdir()
+    (tmp_path / "ma").mkdir()
+    assert "fp16" in flags.TRTEXEC["10.16"] and "fp16" not in flags.TRTEXEC["11.0"]  # as convert.py says of 11
     for tag in flags.TRITONSERVER:
         monkeypatch.setenv(ngc.SERIES_TAG_VARIABLE, tag)
         servers = [TritonServer(tmp_path / "models", DOCKER, models=["m"]).command(),
@@ -145,3 +149,22 @@ def test_every_docker_command_of_the_series_is_accepted_by_each_tags_binaries(tm
         for cmd in clients:
             args = cmd[cmd.index("perf_analyzer") + 1:]
             assert not flags.unknown_options("perf_analyzer", tag, args), (tag, args)
+        tensorrt = ngc.tensorrt_version(tag)  # None for 26.02: every TensorRT 10 trtexec from 25.01's on
+        major = convert.command_major(tensorrt)
+        builds = [convert.trtexec_args("m.onnx", "m.plan", "input", [3, 224, 224], fp16=fp16, fp16_io=io,
+                                       tensorrt_major=major)
+                  for fp16, io in ((True, False), (True, True), (False, False))]
+        runs = [convert.engine_outputs_args("m.plan", "input", "x.bin", [1, 3, 224, 224], "out.json")]
+        for args in builds + runs:
+            cmd = convert.in_tensorrt_container(args, tmp_path, tag)
+            trtexec = cmd[cmd.index(ngc.image("tensorrt", tag)) + 1:]
+            assert trtexec[0] == "trtexec" and not flags.unknown_trtexec_options(tensorrt, trtexec[1:]), (tag, trtexec)
+        server = TritonServer(tmp_path / "models", DOCKER, models=["m"])
+        config = analyzer.config_for_tag({**_search(tmp_path / "models", tmp_path / "ma"),
+                                          **analyzer.remote_launch(server, None, dcgm_disable=True)}, tag)
+        cmd = analyzer.docker_command(tag, tmp_path / "models", tmp_path / "ma")
+        args = cmd[cmd.index(ngc.image("sdk", tag)) + 1:]
+        refused = flags.unknown_model_analyzer(tag, args[1:], list(config))
+        assert args[0] == "model-analyzer" and not refused, (tag, args, refused)
+        refused = flags.unknown_model_analyzer(tag, ["profile"], ["dcgm_disable"])  # the table does say no
+        assert bool(refused) is (tag < analyzer.FIRST_TAG_WITH_DCGM_DISABLE), (tag, refused)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -525,3 +526,166 @@ def test_a_killed_runs_shared_memory_regions_are_removed_by_the_reaper(tmp_path)
     finally:
         for path in (orphan, held, kept):
             path.unlink(missing_ok=True)
+
+
+def _sleeping_container(state: Path, name: str) -> subprocess.Popen:
+    """A container record of the test docker whose process runs (docker ps: running)."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    (state / "containers").mkdir(parents=True, exist_ok=True)
+    (state / "containers" / name).write_text(str(sleeper.pid))
+    return sleeper
+
+
+def test_two_users_of_one_engine_neither_collide_nor_take_each_others_containers(fake_docker, tiny_repo, capsys):
+    """Review 2026-12-03, MED 10: the one-shot containers' names did not say whose they were, and a second user was
+    told that the first one's live server was a leftover "from an earlier run". One-shot names now carry the uid
+    (another user's are not mentioned), and a running container is named as running, its owner unknown: with the
+    host's network a server's name is its port's, the machine's."""
+    from helpers.launchers import free_port
+
+    state = Path(os.environ["FAKE_DOCKER_STATE"])
+    mine = f"triton-tutorials-u{os.getuid()}-"
+    theirs = f"triton-tutorials-u{os.getuid() + 1}-tritonserver-4242-abcdef"
+    port, busy_port = free_port(), free_port()
+    sleepers = [_sleeping_container(state, theirs), _sleeping_container(state, f"triton-tutorials-{busy_port}")]
+    (state / "containers" / "triton-tutorials-1").write_text("0")  # stopped and never removed
+    try:
+        assert ngc.named(["docker", "run", ngc.image("sdk"), "perf_analyzer"])[1].startswith(f"{mine}tritonserver-")
+        server = TritonServer(tiny_repo, RuntimeChoice("docker", "test"), http_port=port)
+        server.launcher.before_start(server)
+        said = capsys.readouterr().out
+        assert theirs not in said, "another user's container was taken for this user's"
+        assert f"container triton-tutorials-{busy_port} is running (another notebook, kernel or user" in said
+        assert "container triton-tutorials-1 from an earlier run still exists (exited)" in said
+        same = TritonServer(tiny_repo, RuntimeChoice("docker", "test"), http_port=busy_port)
+        with pytest.raises(RuntimeError, match=rf"container triton-tutorials-{busy_port} is running: a server of "
+                                               r"another notebook, kernel or user"):
+            same.launcher.before_start(same)
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+
+
+_HOLD = """
+import os, sys, time
+from helpers import perf
+uid = int(sys.argv[2])
+os.umask(0o077)  # a user whose files nobody else may read: the lock must still be shared
+os.setgid(uid)
+os.setuid(uid)
+started = time.monotonic()
+with perf.exclusive(sys.argv[1]):
+    print(f"held after {time.monotonic() - started:.2f}", flush=True)
+    time.sleep(float(sys.argv[3]))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="acting as two other users needs root")
+def test_the_load_generator_lock_is_one_for_the_machine_and_serves_every_user(tmp_path):
+    """Review 2026-12-03, MED 10: the lock was per user, so two users' perf_analyzers ran at once (and their fixed
+    shared-memory region names collided); a lock file another user created (mode 0600 under umask 077) could not be
+    opened. Two users (uid 65534 and 65533) now wait for each other on one file in a sticky folder."""
+    import tempfile
+
+    assert str(os.getuid()) not in perf.LOCK_FILE.name.replace("perf_analyzer", "")  # one name for every user
+    sticky = Path(tempfile.mkdtemp(prefix="lock-", dir="/tmp"))
+    sticky.chmod(0o1777)
+    lock = sticky / "perf_analyzer.lock"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    try:
+        first = subprocess.Popen([sys.executable, "-c", _HOLD, str(lock), "65534", "1.5"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env)
+        assert first.stdout.readline().startswith("held"), first.stderr.read()
+        second = subprocess.run([sys.executable, "-c", _HOLD, str(lock), "65533", "0"], capture_output=True,
+                                text=True, env=env, timeout=60)
+        first.wait(30)
+        assert second.returncode == 0, second.stderr
+        assert float(second.stdout.split()[-1]) > 0.5, "the second user did not wait for the first"
+        assert lock.stat().st_uid == 65534 and lock.stat().st_mode & 0o777 == 0o644
+    finally:
+        import shutil
+
+        shutil.rmtree(sticky)
+
+
+def _torchscript_repo(tmp_path: Path, file_format: int | None = None) -> Path:
+    """A repository with `ts`, TorchScript saved by this environment's torch; `file_format` rewrites the format
+    version the archive records (as a future torch would write it)."""
+    import zipfile
+
+    import torch
+
+    folder = tmp_path / "models" / "ts"
+    (folder / "1").mkdir(parents=True)
+    saved = tmp_path / "saved.pt"
+    torch.jit.trace(torch.nn.Linear(4, 2).eval(), torch.zeros(1, 4)).save(str(saved))
+    with zipfile.ZipFile(saved) as source, zipfile.ZipFile(folder / "1" / "model.pt", "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if file_format is not None and item.filename.endswith("/version") and item.filename.count("/") == 1:
+                data = f"{file_format}\n".encode()
+            target.writestr(item, data)
+    (folder / "config.pbtxt").write_text('name: "ts"\nplatform: "pytorch_libtorch"\nmax_batch_size: 8\n'
+                                         'input { name: "x" data_type: TYPE_FP32 dims: [4] }\n'
+                                         'output { name: "y" data_type: TYPE_FP32 dims: [2] }\n')
+    return tmp_path / "models"
+
+
+def test_torchscript_the_tags_libtorch_cannot_read_is_refused_and_a_newer_torch_is_named(fake_docker, tmp_path,
+                                                                                         monkeypatch):
+    """Review 2026-12-03, MED 11: TorchScript saved by this environment's torch (2.14) was served by the tag's
+    older libtorch (24.05: PyTorch 2.4) unchecked. A file format libtorch does not read is refused before the pull;
+    a torch newer than the tag's PyTorch is named with both versions and what to do."""
+    from helpers import launchers
+
+    # a format this torch reads too would pass the repository check; the server's libtorch is what counts here
+    future = _torchscript_repo(tmp_path / "future", file_format=11)  # the newest libtorch 2.x reads is 10
+    server = TritonServer(future, RuntimeChoice("docker", "test"), tag="24.05")
+    with pytest.raises(RuntimeError, match=r"model 'ts': .*model\.pt has TorchScript file format 11, but "
+                                           r"libtorch reads 10 at most \(NGC 24\.05's PyTorch 2\.4\)"):
+        server.launcher.before_start(server)
+    assert not any(c[0] == "pull" for c in calls(fake_docker))  # refused before the pull
+
+    repo = _torchscript_repo(tmp_path / "now")
+    monkeypatch.setattr(launchers, "_torch_here", lambda: "2.14.1+cu130", raising=False)
+    server = TritonServer(repo, RuntimeChoice("docker", "test"), tag="24.05")
+    with pytest.warns(UserWarning,
+                      match=r"saved by torch 2\.14\.1\+cu130 .* NGC 24\.05's PyTorch backend links PyTorch 2\.4: "
+                            r"2\.4\.0a0.*save it with torch 2\.4 or older .* or choose a newer tag"):
+        server.launcher.before_start(server)
+    assert launchers.torchscript_format(repo / "ts" / "1" / "model.pt") <= launchers.TORCHSCRIPT_MAX_FORMAT
+    with pytest.warns(launchers.TorchScriptNewerThanRelease, match=r"PyTorch 2\.10 or newer \(not recorded exactly\)"):
+        launchers.torchscript_check(repo, ["ts"], "26.02")
+    monkeypatch.setattr(launchers, "_torch_here", lambda: "2.4.1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        launchers.torchscript_check(repo, ["ts"], "24.05")  # the tag's own PyTorch: nothing to say
+
+
+def test_an_engine_must_match_the_tags_tensorrt_to_the_build_number(fake_docker, tmp_path, monkeypatch):
+    """Review 2026-12-03, LOW 14: only major.minor.patch was compared; TensorRT's support policies ask plan files to
+    match "major, minor, patch, and build versions". A build number only one side records is not compared."""
+    from helpers import launchers
+    from helpers.launchers import stale_engines
+
+    monkeypatch.setitem(ngc.TENSORRT_IN_RELEASE, "24.05", "10.0.1.6")
+    assert stale_engines(_engine_repo(tmp_path / "same", "10.0.1.6"), ["trt"], "24.05") == []
+    problems = stale_engines(_engine_repo(tmp_path / "build", "10.0.1.9"), ["trt"], "24.05")
+    assert problems and "built by TensorRT 10.0.1.9" in problems[0] and "links TensorRT 10.0.1.6" in problems[0]
+    assert launchers.same_tensorrt("10.0.1.6", "10.0.1") and not launchers.same_tensorrt("10.0.1.6", "10.0.2")
+
+
+def test_a_docker_engine_with_userns_remap_is_not_picked_by_auto(fake_docker, monkeypatch):
+    """Review 2026-12-03, LOW 15: under userns-remap the engine refuses `--network host` (Docker's userns-remap
+    page, 'User namespace known limitations'), which every container of the series uses; nothing checked it."""
+    monkeypatch.setenv("FAKE_DOCKER_USERNS", "1")
+    monkeypatch.setattr(runtime, "nvidia_gpu", lambda: (True, "a test GPU"))
+    monkeypatch.setattr(runtime, "gpu_properties", lambda: [{"index": "0", "name": "NVIDIA H200", "compute_cap": "9.0",
+                                                              "driver": "580.1"}])
+    choice = choose_runtime("auto")
+    assert choice.name == "local" and "remaps user namespaces" in choice.reason, choice.reason
+    with pytest.raises(RuntimeError, match="runtime='docker' with NGC 24.05: the Docker engine remaps user namespaces"):
+        choose_runtime("docker")
+    monkeypatch.delenv("FAKE_DOCKER_USERNS")
+    assert choose_runtime("auto").name == "docker"

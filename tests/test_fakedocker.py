@@ -196,3 +196,21 @@ def test_pid_1_without_init_drops_a_signal_it_has_no_handler_for():
     finally:
         python.kill()
         python.wait()
+
+
+def test_ps_format_gives_each_containers_state_as_docker_does(docker):
+    """Review 2026-12-03, MED 10: the series tells a running container from a stopped one (`{{.State}}`, Docker's
+    raw state: running, exited, ...); the test docker printed names only."""
+    sleeper = subprocess.Popen(["sleep", "30"])
+    containers = Path(os.environ["FAKE_DOCKER_STATE"]) / "containers"
+    containers.mkdir()
+    (containers / "up").write_text(str(sleeper.pid))
+    (containers / "down").write_text("0")
+    try:
+        out = docker("ps", "-a", "--format", "{{.Names}}\t{{.State}}")
+        assert out.returncode == 0 and out.stdout.splitlines() == ["down\texited", "up\trunning"], out
+        assert docker("ps", "--format", "{{.Names}}").stdout.split() == ["up"]
+        assert docker("ps", "-a", "--format", "{{.Image}}").returncode != 0  # not modelled: said, not guessed
+    finally:
+        sleeper.kill()
+        sleeper.wait()

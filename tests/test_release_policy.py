@@ -201,3 +201,16 @@ def test_image_of_reads_long_form_options():
             "--label", "k=v", "--entrypoint", "sh", "--workdir", "/w", "-u", "1:1", image, "tritonserver"]
     assert ngc.image_of(args) == image
     assert ngc.name_of([*args[:2], "--name", "n1", *args[2:]]) == "n1"
+
+
+# --- LOW 13: a data-center GPU on a branch the release does not list ----------------------------------------------
+
+def test_a_data_center_gpu_on_an_unlisted_branch_is_told_so_not_that_it_is_no_data_center_gpu():
+    """Review 2026-12-03, LOW 13: an H100 on R550 was refused for 25.01 with "...; NVIDIA H100 80GB HBM3 is not one"
+    (not a data-center GPU), which it is; the branch is what the release's notes do not list."""
+    h100 = {"index": "0", "name": "NVIDIA H100 80GB HBM3", "compute_cap": "9.0", "driver": "550.54.15"}
+    problems = ngc.gpu_problems("25.01", [h100])
+    assert problems and "its branch R550 is not among those NGC 25.01's notes list for data-center GPUs" in problems[0]
+    assert "is not one" not in problems[0]
+    geforce = ngc.gpu_problems("25.01", [{**RTX_4090, "driver": "550.54.15"}])
+    assert geforce and "NVIDIA GeForce RTX 4090 is not one" in geforce[0]

@@ -2,7 +2,8 @@
 
   docker info --format ...        an engine version; Runtimes lists nvidia unless FAKE_DOCKER_NO_TOOLKIT=1;
                                   SecurityOptions name=selinux with FAKE_DOCKER_SELINUX=1, name=rootless with
-                                  FAKE_DOCKER_ROOTLESS=1 ({{json .}}: all of it as one JSON object)
+                                  FAKE_DOCKER_ROOTLESS=1, name=userns with FAKE_DOCKER_USERNS=1 ({{json .}}: all
+                                  of it as one JSON object)
   docker image inspect IMAGE      exit 0 only for images pulled before (state in $FAKE_DOCKER_STATE)
   docker pull IMAGE               progress lines, then the image counts as present
   docker run [opts] IMAGE CMD...  options checked against a recent Docker's `docker run` options (tests/data): an
@@ -36,7 +37,8 @@
                                   measures each variant with this machine's perf_analyzer on the remote server.
   docker stop NAME / kill NAME    SIGTERM (SIGKILL after 10 s) / SIGKILL to the container
   docker rm [-f] NAME             removes a stopped container; a running one only with -f (Docker's error otherwise)
-  docker ps [-a] [--format ...]   the names of running containers (-a: stopped ones too)
+  docker ps [-a] [--format ...]   running containers (-a: stopped ones too), as {{.Names}} (default) and {{.State}}
+                                  ("running", or "exited" once its process ended)
 It never produces a TensorRT result. The server image serves what this machine's Triton can (Python and PyTorch
 backends, Python-backend stand-ins for the rest) and places GPU instance groups on the CPU. A reader's own Python-backend
 model runs in what the NGC image's Python has: numpy and no more (the server's build.py installs numpy<2 and virtualenv
@@ -106,6 +108,7 @@ def info(args: list[str]) -> int:
     security = ["name=seccomp,profile=builtin", "name=cgroupns"]
     security += ["name=selinux"] if os.environ.get("FAKE_DOCKER_SELINUX") == "1" else []
     security += ["name=rootless"] if os.environ.get("FAKE_DOCKER_ROOTLESS") == "1" else []
+    security += ["name=userns"] if os.environ.get("FAKE_DOCKER_USERNS") == "1" else []
     if fmt.replace(" ", "") == "{{json.}}":
         print(json.dumps({"ServerVersion": "27.5.1-fake", "Runtimes": runtimes, "SecurityOptions": security}))
     elif "Runtimes" in fmt:
@@ -492,12 +495,28 @@ def rm(args: list[str]) -> int:
     return code
 
 
+def _render(template: str, name: str) -> str | None:
+    """One `docker ps --format` line for container `name`: {{.Names}} and {{.State}} (running, or exited once its
+    process ended, as Docker's raw state string), else None for a placeholder this fake does not know."""
+    import re
+
+    fields = {"Names": name, "State": "running" if _running(name) else "exited"}
+    unknown = [f for f in re.findall(r"{{\s*\.(\w+)\s*}}", template) if f not in fields]
+    if unknown:
+        return None
+    return re.sub(r"{{\s*\.(\w+)\s*}}", lambda m: fields[m.group(1)], template)
+
+
 def ps(args: list[str]) -> int:
     folder = STATE / "containers"
     every = "-a" in args or "--all" in args
+    template = args[args.index("--format") + 1] if "--format" in args[:-1] else "{{.Names}}"
     for record in sorted(folder.iterdir()) if folder.exists() else []:
         if every or _running(record.name):
-            print(record.name)
+            line = _render(template, record.name)
+            if line is None:
+                return _say(1, f"template: {template!r}: fake docker knows only {{{{.Names}}}} and {{{{.State}}}}")
+            print(line)
     return 0
 
 

@@ -7,6 +7,8 @@ at the release's tag (24.05 = v2.46.0, 24.10 = v2.51.0, 25.01 = v2.54.0, 26.02 =
 release, as in the release notes).
 perf_analyzer: the getopt_long `long_options` table of command_line_parser.cc (short options: the getopt string
 "vdazc:u:m:x:b:t:p:i:H:l:r:s:f:", the same in every source read).
+trtexec (per TensorRT release) and Model Analyzer (its YAML keys and `profile` flags, per tag): at TRTEXEC and
+MODEL_ANALYZER_YAML below.
 """
 from __future__ import annotations
 
@@ -198,3 +200,364 @@ def unknown_options(program: str, tag: str, args: list[str]) -> list[str]:
                 found.append(arg[:2])
     return found
 
+
+
+# trtexec's long options per TensorRT release (the first (major, minor) a table holds for): the option names that
+# samples/common/sampleOptions.cpp of NVIDIA/TensorRT parses (`getAndDelOption(arguments, "--name", ...)` and the
+# like) at the release's tag; read 2026-12-04. 24.05 ships 10.0.1, 24.10 10.5.0, 25.01 10.8.0 (helpers/ngc.py); 26.02's
+# is not recorded, so its commands are checked against every TensorRT 10 table from 25.01's on (trtexec_tables_for).
+TRTEXEC = {
+    # 10.0: NVIDIA/TensorRT tag v10.0.1, samples/common/sampleOptions.cpp
+    "10.0": frozenset({
+        "allocationStrategy", "allowGPUFallback", "allowWeightStreaming", "avgRuns", "avgTiming", "best", "bf16",
+        "buildDLAStandalone", "builderOptimizationLevel", "calib", "calibProfile", "consistency", "device",
+        "directIO", "dumpLayerInfo", "dumpOptimizationProfile", "dumpOutput", "dumpProfile",
+        "dumpRawBindingsToFile", "dumpRefit", "duration", "dynamicPlugins", "errorOnTimingCacheMiss",
+        "excludeLeanRuntime", "exportLayerInfo", "exportOutput", "exportProfile", "exportTimes", "exposeDMA",
+        "fp16", "fp8", "getPlanVersionOnly", "hardwareCompatibilityLevel", "help", "idleTime",
+        "ignoreParsedPluginLibs", "infStreams", "inputIOFormats", "int8", "iterations", "layerDeviceTypes",
+        "layerOutputTypes", "layerPrecisions", "leanDLLPath", "loadEngine", "loadInputs", "markDebug",
+        "maxAuxStreams", "maxShapes", "maxShapesCalib", "memPoolSize", "minShapes", "minShapesCalib",
+        "noBuilderCache", "noCompilationCache", "noDataTransfers", "noTF32", "onnx", "optShapes", "optShapesCalib",
+        "outputIOFormats", "percentile", "persistentCacheRatio", "pi", "pluginInstanceNorm", "plugins",
+        "precisionConstraints", "preview", "profile", "profilingVerbosity", "refit", "restricted", "safe",
+        "saveDebugTensors", "saveEngine", "separateProfileRun", "serialized", "setPluginsToSerialize", "shapes",
+        "skipInference", "sleepTime", "sparsity", "staticPlugins", "std", "streams", "stripWeights",
+        "stronglyTyped", "tacticSources", "tempdir", "tempfileControls", "threads", "timeDeserialize", "timeRefit",
+        "timingCacheFile", "useCudaGraph", "useDLACore", "useManagedMemory", "useProfile", "useRuntime",
+        "useSpinWait", "vc", "verbose", "versionCompatible", "warmUp", "weightStreamingBudget", "weightless",
+    }),
+    # 10.5: NVIDIA/TensorRT tag v10.5.0, samples/common/sampleOptions.cpp
+    "10.5": frozenset({
+        "allocationStrategy", "allowGPUFallback", "allowWeightStreaming", "avgRuns", "avgTiming", "best", "bf16",
+        "buildDLAStandalone", "builderOptimizationLevel", "calib", "calibProfile", "device", "directIO",
+        "dumpLayerInfo", "dumpOptimizationProfile", "dumpOutput", "dumpProfile", "dumpRawBindingsToFile",
+        "dumpRefit", "duration", "dynamicPlugins", "errorOnTimingCacheMiss", "excludeLeanRuntime",
+        "exportLayerInfo", "exportOutput", "exportProfile", "exportTimes", "exposeDMA", "fp16", "fp8",
+        "getPlanVersionOnly", "hardwareCompatibilityLevel", "help", "idleTime", "ignoreParsedPluginLibs",
+        "infStreams", "inputIOFormats", "int4", "int8", "iterations", "layerDeviceTypes", "layerOutputTypes",
+        "layerPrecisions", "leanDLLPath", "loadEngine", "loadInputs", "markDebug", "maxAuxStreams", "maxShapes",
+        "maxShapesCalib", "maxTactics", "memPoolSize", "minShapes", "minShapesCalib", "noBuilderCache",
+        "noCompilationCache", "noDataTransfers", "noTF32", "onnx", "optShapes", "optShapesCalib", "outputIOFormats",
+        "percentile", "persistentCacheRatio", "pi", "pluginInstanceNorm", "plugins", "precisionConstraints",
+        "preview", "profile", "profilingVerbosity", "refit", "restricted", "runtimePlatform", "safe",
+        "saveDebugTensors", "saveEngine", "separateProfileRun", "serialized", "setPluginsToSerialize", "shapes",
+        "skipInference", "sleepTime", "sparsity", "staticPlugins", "std", "streams", "stripAllWeights",
+        "stripWeights", "stronglyTyped", "tacticSources", "tempdir", "tempfileControls", "threads",
+        "timeDeserialize", "timeRefit", "timingCacheFile", "useCudaGraph", "useDLACore", "useManagedMemory",
+        "useProfile", "useRuntime", "useSpinWait", "vc", "verbose", "versionCompatible", "warmUp",
+        "weightStreamingBudget", "weightless",
+    }),
+    # 10.8: NVIDIA/TensorRT tag v10.8.0, samples/common/sampleOptions.cpp
+    "10.8": frozenset({
+        "allocationStrategy", "allowGPUFallback", "allowWeightStreaming", "asyncFileReader", "avgRuns", "avgTiming",
+        "best", "bf16", "buildDLAStandalone", "builderOptimizationLevel", "calib", "calibProfile", "device",
+        "directIO", "dumpLayerInfo", "dumpOptimizationProfile", "dumpOutput", "dumpProfile",
+        "dumpRawBindingsToFile", "dumpRefit", "duration", "dynamicPlugins", "errorOnTimingCacheMiss",
+        "excludeLeanRuntime", "exportLayerInfo", "exportOutput", "exportProfile", "exportTimes", "exposeDMA",
+        "fp16", "fp8", "getPlanVersionOnly", "hardwareCompatibilityLevel", "help", "idleTime",
+        "ignoreParsedPluginLibs", "infStreams", "inputIOFormats", "int4", "int8", "iterations", "l2LimitForTiling",
+        "layerDeviceTypes", "layerOutputTypes", "layerPrecisions", "leanDLLPath", "loadEngine", "loadInputs",
+        "markDebug", "maxAuxStreams", "maxShapes", "maxShapesCalib", "maxTactics", "memPoolSize", "minShapes",
+        "minShapesCalib", "monitorMemory", "noBuilderCache", "noCompilationCache", "noDataTransfers", "noTF32",
+        "onnx", "optShapes", "optShapesCalib", "outputIOFormats", "percentile", "persistentCacheRatio", "pi",
+        "pluginInstanceNorm", "plugins", "precisionConstraints", "preview", "profile", "profilingVerbosity",
+        "refit", "restricted", "runtimePlatform", "safe", "saveDebugTensors", "saveEngine", "separateProfileRun",
+        "serialized", "setPluginsToSerialize", "shapes", "skipInference", "sleepTime", "sparsity", "staticPlugins",
+        "std", "streams", "stripAllWeights", "stripWeights", "stronglyTyped", "tacticSources", "tempdir",
+        "tempfileControls", "threads", "tilingOptimizationLevel", "timeDeserialize", "timeRefit", "timingCacheFile",
+        "useCudaGraph", "useDLACore", "useManagedMemory", "useProfile", "useRuntime", "useSpinWait", "vc",
+        "verbose", "versionCompatible", "warmUp", "weightStreamingBudget", "weightless",
+    }),
+    # 10.16: NVIDIA/TensorRT tag v10.16, samples/common/sampleOptions.cpp
+    "10.16": frozenset({
+        "adjustForDLA", "allocationStrategy", "allowGPUFallback", "allowWeightStreaming", "asyncFileReader",
+        "avgRuns", "avgTiming", "best", "bf16", "buildDLAStandalone", "builderOptimizationLevel", "calib",
+        "calibProfile", "consistency", "cpuOnly", "decomposableAttentions", "device", "directIO",
+        "distributiveIndependence", "dumpKernelText", "dumpLayerInfo", "dumpOptimizationProfile", "dumpOutput",
+        "dumpProfile", "dumpRawBindingsToFile", "dumpRefit", "duration", "dynamicPlugins", "enablePluginOverride",
+        "errorOnTimingCacheMiss", "excludeLeanRuntime", "exportLayerInfo", "exportOutput", "exportProfile",
+        "exportTimes", "exposeDMA", "fp16", "fp8", "getPlanVersionOnly", "hardwareCompatibilityLevel", "help",
+        "idleTime", "ignoreParsedPluginLibs", "infStreams", "inputIOFormats", "int4", "int8", "iterations",
+        "l2LimitForTiling", "layerDeviceTypes", "layerOutputTypes", "layerPrecisions", "leanDLLPath", "loadEngine",
+        "loadInputs", "markDebug", "markUnfusedTensorsAsDebugTensors", "maxAuxStreams", "maxShapes",
+        "maxShapesCalib", "maxTactics", "memPoolSize", "minShapes", "minShapesCalib", "monitorMemory",
+        "noBuilderCache", "noCompilationCache", "noDataTransfers", "noTF32", "onnx", "optShapes", "optShapesCalib",
+        "outputIOFormats", "percentile", "persistentCacheRatio", "pi", "pluginInstanceNorm", "plugins",
+        "precisionConstraints", "preview", "profile", "profilingVerbosity", "refit", "refitFromOnnx",
+        "remoteAutoTuningConfig", "reportCapabilityDLA", "restricted", "runtimePlatform", "safe", "safetyPlugins",
+        "saveAllDebugTensors", "saveDebugTensors", "saveEngine", "separateProfileRun", "serialized",
+        "setPluginsToSerialize", "shapes", "skipInference", "sleepTime", "sparsity", "staticPlugins", "std",
+        "streams", "stripAllWeights", "stripWeights", "stronglyTyped", "tacticSources", "tempdir",
+        "tempfileControls", "threads", "tilingOptimizationLevel", "timeDeserialize", "timeRefit", "timingCacheFile",
+        "uint8AsymmetricQuantizationDLA", "useCudaGraph", "useDLACore", "useManagedMemory", "useProfile",
+        "useRuntime", "useSpinWait", "vc", "verbose", "versionCompatible", "warmUp", "weightStreamingBudget",
+        "weightless",
+    }),
+    # 11.0: NVIDIA/TensorRT tag v11.0, samples/common/sampleOptions.cpp
+    "11.0": frozenset({
+        "adjustForDLA", "allocationStrategy", "allowGPUFallback", "allowWeightStreaming", "asyncFileReader",
+        "avgRuns", "avgTiming", "buildDLAStandalone", "builderOptimizationLevel", "consistency", "cpuOnly",
+        "decomposableAttentions", "device", "directIO", "distributiveIndependence", "dumpKernelText",
+        "dumpLayerInfo", "dumpOptimizationProfile", "dumpOutput", "dumpProfile", "dumpRawBindingsToFile",
+        "dumpRefit", "duration", "dynamicPlugins", "enablePluginOverride", "errorOnTimingCacheMiss",
+        "excludeLeanRuntime", "exportLayerInfo", "exportOutput", "exportProfile", "exportTimes", "exposeDMA",
+        "getPlanVersionOnly", "hardwareCompatibilityLevel", "help", "idleTime", "ignoreParsedPluginLibs",
+        "includeDataTransfers", "infStreams", "inputIOFormats", "int8", "iterations", "l2LimitForTiling",
+        "layerDeviceTypes", "leanDLLPath", "loadEngine", "loadInputs", "markDebug",
+        "markUnfusedTensorsAsDebugTensors", "maxAuxStreams", "maxShapes", "maxTactics", "memPoolSize", "minShapes",
+        "monitorMemory", "noBuilderCache", "noCompilationCache", "noCudaGraph", "noDataTransfers", "noSpinWait",
+        "noTF32", "onnx", "optShapes", "outputIOFormats", "percentile", "persistentCacheRatio", "pi",
+        "pluginInstanceNorm", "plugins", "preview", "profile", "profilingVerbosity", "refit", "refitFromOnnx",
+        "remoteAutoTuningConfig", "reportCapabilityDLA", "runtimePlatform", "safe", "safetyPlugins",
+        "saveAllDebugTensors", "saveDebugTensors", "saveEngine", "separateProfileRun", "serialized",
+        "setPluginsToSerialize", "shapes", "skipInference", "sleepTime", "sparsity", "staticPlugins", "std",
+        "streams", "stripAllWeights", "stripWeights", "stronglyTyped", "tacticSources", "tempdir",
+        "tempfileControls", "threads", "tilingOptimizationLevel", "timeDeserialize", "timeRefit", "timingCacheFile",
+        "uint8AsymmetricQuantizationDLA", "useCudaGraph", "useDLACore", "useManagedMemory", "useProfile",
+        "useRuntime", "useSpinWait", "vc", "verbose", "versionCompatible", "warmUp", "weightStreamingBudget",
+    }),
+}
+
+# Model Analyzer's YAML keys per NGC tag (the SDK image's Model Analyzer, branch rYY.MM of
+# triton-inference-server/model_analyzer): the ConfigField names of config_command_profile.py and
+# config_command_report.py, which YamlConfigValidator accepts ("X is not a valid yaml argument" otherwise); read
+# 2026-12-04. dcgm_disable came with PR #952 (2024-12-20), first in r25.01.
+MODEL_ANALYZER_YAML = {
+    # 24.05: branch r24.05
+    "24.05": frozenset({
+        "always_report_gpu_metrics", "batch_sizes", "bls_composing_models", "checkpoint_directory",
+        "client_max_retries", "client_protocol", "collect_cpu_metrics", "concurrency", "config_file", "constraints",
+        "cpu_only_composing_models", "duration_seconds", "early_exit_enable", "export_path", "filename_model_gpu",
+        "filename_model_inference", "filename_server_only", "genai_perf_flags", "gpu_output_fields", "gpus",
+        "inference_output_fields", "latency_budget", "min_throughput", "model_repository", "model_type",
+        "monitoring_interval", "num_configs_per_model", "num_top_model_configs", "objectives", "output_formats",
+        "output_model_repository_path", "override_output_model_repository", "perf_analyzer_cpu_util",
+        "perf_analyzer_flags", "perf_analyzer_max_auto_adjusts", "perf_analyzer_path", "perf_analyzer_timeout",
+        "perf_output", "perf_output_path", "plots", "profile_models", "reload_model_disable",
+        "report_model_configs", "request_rate", "request_rate_search_enable",
+        "run_config_profile_models_concurrently_enable", "run_config_search_disable",
+        "run_config_search_max_binary_search_steps", "run_config_search_max_concurrency",
+        "run_config_search_max_instance_count", "run_config_search_max_model_batch_size",
+        "run_config_search_max_request_rate", "run_config_search_min_concurrency",
+        "run_config_search_min_instance_count", "run_config_search_min_model_batch_size",
+        "run_config_search_min_request_rate", "run_config_search_mode", "server_output_fields",
+        "skip_detailed_reports", "skip_summary_reports", "triton_docker_args", "triton_docker_image",
+        "triton_docker_labels", "triton_docker_mounts", "triton_docker_shm_size", "triton_grpc_endpoint",
+        "triton_http_endpoint", "triton_install_path", "triton_launch_mode", "triton_metrics_url",
+        "triton_output_path", "triton_server_environment", "triton_server_flags", "triton_server_path", "weighting",
+    }),
+    # 24.10: branch r24.10
+    "24.10": frozenset({
+        "always_report_gpu_metrics", "batch_sizes", "bls_composing_models", "checkpoint_directory",
+        "client_max_retries", "client_protocol", "collect_cpu_metrics", "concurrency", "concurrency_sweep_disable",
+        "config_file", "constraints", "cpu_only_composing_models", "duration_seconds", "early_exit_enable",
+        "export_path", "filename_model_gpu", "filename_model_inference", "filename_server_only", "genai_perf_flags",
+        "gpu_output_fields", "gpus", "inference_output_fields", "latency_budget", "max_percentage_of_search_space",
+        "min_percentage_of_search_space", "min_throughput", "model_repository", "model_type", "monitoring_interval",
+        "num_configs_per_model", "num_top_model_configs", "objectives", "optuna_early_exit_threshold",
+        "optuna_max_trials", "optuna_min_trials", "output_formats", "output_model_repository_path",
+        "override_output_model_repository", "perf_analyzer_cpu_util", "perf_analyzer_flags",
+        "perf_analyzer_max_auto_adjusts", "perf_analyzer_path", "perf_analyzer_timeout", "perf_output",
+        "perf_output_path", "plots", "profile_models", "reload_model_disable", "report_model_configs",
+        "request_rate", "request_rate_search_enable", "run_config_profile_models_concurrently_enable",
+        "run_config_search_disable", "run_config_search_max_binary_search_steps",
+        "run_config_search_max_concurrency", "run_config_search_max_instance_count",
+        "run_config_search_max_model_batch_size", "run_config_search_max_request_rate",
+        "run_config_search_min_concurrency", "run_config_search_min_instance_count",
+        "run_config_search_min_model_batch_size", "run_config_search_min_request_rate", "run_config_search_mode",
+        "server_output_fields", "skip_detailed_reports", "skip_summary_reports", "triton_docker_args",
+        "triton_docker_image", "triton_docker_labels", "triton_docker_mounts", "triton_docker_shm_size",
+        "triton_grpc_endpoint", "triton_http_endpoint", "triton_install_path", "triton_launch_mode",
+        "triton_metrics_url", "triton_output_path", "triton_server_environment", "triton_server_flags",
+        "triton_server_path", "use_concurrency_formula", "weighting",
+    }),
+    # 25.01: branch r25.01
+    "25.01": frozenset({
+        "always_report_gpu_metrics", "batch_sizes", "bls_composing_models", "checkpoint_directory",
+        "client_max_retries", "client_protocol", "collect_cpu_metrics", "concurrency", "concurrency_sweep_disable",
+        "config_file", "constraints", "cpu_only_composing_models", "dcgm_disable", "duration_seconds",
+        "early_exit_enable", "export_path", "filename_model_gpu", "filename_model_inference",
+        "filename_server_only", "genai_perf_flags", "gpu_output_fields", "gpus", "inference_output_fields",
+        "latency_budget", "max_percentage_of_search_space", "min_percentage_of_search_space", "min_throughput",
+        "model_repository", "model_type", "monitoring_interval", "num_configs_per_model", "num_top_model_configs",
+        "objectives", "optuna_early_exit_threshold", "optuna_max_trials", "optuna_min_trials", "output_formats",
+        "output_model_repository_path", "override_output_model_repository", "perf_analyzer_cpu_util",
+        "perf_analyzer_flags", "perf_analyzer_max_auto_adjusts", "perf_analyzer_path", "perf_analyzer_timeout",
+        "perf_output", "perf_output_path", "plots", "profile_models", "reload_model_disable",
+        "report_model_configs", "request_rate", "request_rate_search_enable",
+        "run_config_profile_models_concurrently_enable", "run_config_search_disable",
+        "run_config_search_max_binary_search_steps", "run_config_search_max_concurrency",
+        "run_config_search_max_instance_count", "run_config_search_max_model_batch_size",
+        "run_config_search_max_request_rate", "run_config_search_min_concurrency",
+        "run_config_search_min_instance_count", "run_config_search_min_model_batch_size",
+        "run_config_search_min_request_rate", "run_config_search_mode", "server_output_fields",
+        "skip_detailed_reports", "skip_summary_reports", "triton_docker_args", "triton_docker_image",
+        "triton_docker_labels", "triton_docker_mounts", "triton_docker_shm_size", "triton_grpc_endpoint",
+        "triton_http_endpoint", "triton_install_path", "triton_launch_mode", "triton_metrics_url",
+        "triton_output_path", "triton_server_environment", "triton_server_flags", "triton_server_path",
+        "use_concurrency_formula", "weighting",
+    }),
+    # 26.02: branch r26.02
+    "26.02": frozenset({
+        "always_report_gpu_metrics", "batch_sizes", "bls_composing_models", "checkpoint_directory",
+        "client_max_retries", "client_protocol", "collect_cpu_metrics", "concurrency", "concurrency_sweep_disable",
+        "config_file", "constraints", "cpu_only_composing_models", "dcgm_disable", "duration_seconds",
+        "early_exit_enable", "ensemble_composing_models", "export_path", "filename_model_gpu",
+        "filename_model_inference", "filename_server_only", "genai_perf_flags", "gpu_output_fields", "gpus",
+        "inference_output_fields", "latency_budget", "max_percentage_of_search_space",
+        "min_percentage_of_search_space", "min_throughput", "model_repository", "model_type", "monitoring_interval",
+        "num_configs_per_model", "num_top_model_configs", "objectives", "optuna_early_exit_threshold",
+        "optuna_max_trials", "optuna_min_trials", "output_formats", "output_model_repository_path",
+        "override_output_model_repository", "perf_analyzer_cpu_util", "perf_analyzer_flags",
+        "perf_analyzer_max_auto_adjusts", "perf_analyzer_path", "perf_analyzer_timeout", "perf_output",
+        "perf_output_path", "plots", "profile_models", "reload_model_disable", "report_model_configs",
+        "request_rate", "request_rate_search_enable", "run_config_profile_models_concurrently_enable",
+        "run_config_search_disable", "run_config_search_max_binary_search_steps",
+        "run_config_search_max_concurrency", "run_config_search_max_instance_count",
+        "run_config_search_max_model_batch_size", "run_config_search_max_request_rate",
+        "run_config_search_min_concurrency", "run_config_search_min_instance_count",
+        "run_config_search_min_model_batch_size", "run_config_search_min_request_rate", "run_config_search_mode",
+        "server_output_fields", "skip_detailed_reports", "skip_summary_reports", "triton_docker_args",
+        "triton_docker_image", "triton_docker_labels", "triton_docker_mounts", "triton_docker_shm_size",
+        "triton_grpc_endpoint", "triton_http_endpoint", "triton_install_path", "triton_launch_mode",
+        "triton_metrics_url", "triton_output_path", "triton_server_environment", "triton_server_flags",
+        "triton_server_path", "use_concurrency_formula", "weighting",
+    }),
+}
+# `model-analyzer profile`'s command-line flags per NGC tag (the `flags=[...]` of config_command_profile.py, the same
+# branches).
+MODEL_ANALYZER_PROFILE = {
+    # 24.05: branch r24.05
+    "24.05": frozenset({
+        "--always-report-gpu-metrics", "--batch-sizes", "--bls-composing-models", "--checkpoint-directory",
+        "--client-max-retries", "--client-protocol", "--collect-cpu-metrics", "--concurrency", "--config-file",
+        "--cpu-only-composing-models", "--duration-seconds", "--early-exit-enable", "--export-path",
+        "--filename-model-gpu", "--filename-model-inference", "--filename-server-only", "--gpu-output-fields",
+        "--gpus", "--inference-output-fields", "--latency-budget", "--min-throughput", "--model-repository",
+        "--model-type", "--monitoring-interval", "--num-configs-per-model", "--num-top-model-configs",
+        "--output-model-repository-path", "--override-output-model-repository", "--perf-analyzer-cpu-util",
+        "--perf-analyzer-max-auto-adjusts", "--perf-analyzer-path", "--perf-analyzer-timeout", "--perf-output",
+        "--perf-output-path", "--profile-models", "--reload-model-disable", "--request-rate",
+        "--request-rate-search-enable", "--run-config-profile-models-concurrently-enable",
+        "--run-config-search-disable", "--run-config-search-max-binary-search-steps",
+        "--run-config-search-max-concurrency", "--run-config-search-max-instance-count",
+        "--run-config-search-max-model-batch-size", "--run-config-search-max-request-rate",
+        "--run-config-search-min-concurrency", "--run-config-search-min-instance-count",
+        "--run-config-search-min-model-batch-size", "--run-config-search-min-request-rate",
+        "--run-config-search-mode", "--server-output-fields", "--skip-detailed-reports", "--skip-summary-reports",
+        "--triton-docker-image", "--triton-docker-mounts", "--triton-docker-shm-size", "--triton-grpc-endpoint",
+        "--triton-http-endpoint", "--triton-install-path", "--triton-launch-mode", "--triton-metrics-url",
+        "--triton-output-path", "--triton-server-path", "-b", "-c", "-d", "-e", "-f", "-i", "-m", "-r", "-s",
+    }),
+    # 24.10: branch r24.10
+    "24.10": frozenset({
+        "--always-report-gpu-metrics", "--batch-sizes", "--bls-composing-models", "--checkpoint-directory",
+        "--client-max-retries", "--client-protocol", "--collect-cpu-metrics", "--concurrency",
+        "--concurrency-sweep-disable", "--config-file", "--cpu-only-composing-models", "--duration-seconds",
+        "--early-exit-enable", "--export-path", "--filename-model-gpu", "--filename-model-inference",
+        "--filename-server-only", "--gpu-output-fields", "--gpus", "--inference-output-fields", "--latency-budget",
+        "--max-percentage-of-search-space", "--min-percentage-of-search-space", "--min-throughput",
+        "--model-repository", "--model-type", "--monitoring-interval", "--num-configs-per-model",
+        "--num-top-model-configs", "--optuna-early-exit-threshold", "--optuna-max-trials", "--optuna-min-trials",
+        "--output-model-repository-path", "--override-output-model-repository", "--perf-analyzer-cpu-util",
+        "--perf-analyzer-max-auto-adjusts", "--perf-analyzer-path", "--perf-analyzer-timeout", "--perf-output",
+        "--perf-output-path", "--profile-models", "--reload-model-disable", "--request-rate",
+        "--request-rate-search-enable", "--run-config-profile-models-concurrently-enable",
+        "--run-config-search-disable", "--run-config-search-max-binary-search-steps",
+        "--run-config-search-max-concurrency", "--run-config-search-max-instance-count",
+        "--run-config-search-max-model-batch-size", "--run-config-search-max-request-rate",
+        "--run-config-search-min-concurrency", "--run-config-search-min-instance-count",
+        "--run-config-search-min-model-batch-size", "--run-config-search-min-request-rate",
+        "--run-config-search-mode", "--server-output-fields", "--skip-detailed-reports", "--skip-summary-reports",
+        "--triton-docker-image", "--triton-docker-mounts", "--triton-docker-shm-size", "--triton-grpc-endpoint",
+        "--triton-http-endpoint", "--triton-install-path", "--triton-launch-mode", "--triton-metrics-url",
+        "--triton-output-path", "--triton-server-path", "--use-concurrency-formula", "-b", "-c", "-d", "-e", "-f",
+        "-i", "-m", "-r", "-s",
+    }),
+    # 25.01: branch r25.01
+    "25.01": frozenset({
+        "--always-report-gpu-metrics", "--batch-sizes", "--bls-composing-models", "--checkpoint-directory",
+        "--client-max-retries", "--client-protocol", "--collect-cpu-metrics", "--concurrency",
+        "--concurrency-sweep-disable", "--config-file", "--cpu-only-composing-models", "--dcgm-disable",
+        "--duration-seconds", "--early-exit-enable", "--export-path", "--filename-model-gpu",
+        "--filename-model-inference", "--filename-server-only", "--gpu-output-fields", "--gpus",
+        "--inference-output-fields", "--latency-budget", "--max-percentage-of-search-space",
+        "--min-percentage-of-search-space", "--min-throughput", "--model-repository", "--model-type",
+        "--monitoring-interval", "--num-configs-per-model", "--num-top-model-configs",
+        "--optuna-early-exit-threshold", "--optuna-max-trials", "--optuna-min-trials",
+        "--output-model-repository-path", "--override-output-model-repository", "--perf-analyzer-cpu-util",
+        "--perf-analyzer-max-auto-adjusts", "--perf-analyzer-path", "--perf-analyzer-timeout", "--perf-output",
+        "--perf-output-path", "--profile-models", "--reload-model-disable", "--request-rate",
+        "--request-rate-search-enable", "--run-config-profile-models-concurrently-enable",
+        "--run-config-search-disable", "--run-config-search-max-binary-search-steps",
+        "--run-config-search-max-concurrency", "--run-config-search-max-instance-count",
+        "--run-config-search-max-model-batch-size", "--run-config-search-max-request-rate",
+        "--run-config-search-min-concurrency", "--run-config-search-min-instance-count",
+        "--run-config-search-min-model-batch-size", "--run-config-search-min-request-rate",
+        "--run-config-search-mode", "--server-output-fields", "--skip-detailed-reports", "--skip-summary-reports",
+        "--triton-docker-image", "--triton-docker-mounts", "--triton-docker-shm-size", "--triton-grpc-endpoint",
+        "--triton-http-endpoint", "--triton-install-path", "--triton-launch-mode", "--triton-metrics-url",
+        "--triton-output-path", "--triton-server-path", "--use-concurrency-formula", "-b", "-c", "-d", "-e", "-f",
+        "-i", "-m", "-r", "-s",
+    }),
+    # 26.02: branch r26.02
+    "26.02": frozenset({
+        "--always-report-gpu-metrics", "--batch-sizes", "--bls-composing-models", "--checkpoint-directory",
+        "--client-max-retries", "--client-protocol", "--collect-cpu-metrics", "--concurrency",
+        "--concurrency-sweep-disable", "--config-file", "--cpu-only-composing-models", "--dcgm-disable",
+        "--duration-seconds", "--early-exit-enable", "--ensemble-composing-models", "--export-path",
+        "--filename-model-gpu", "--filename-model-inference", "--filename-server-only", "--gpu-output-fields",
+        "--gpus", "--inference-output-fields", "--latency-budget", "--max-percentage-of-search-space",
+        "--min-percentage-of-search-space", "--min-throughput", "--model-repository", "--model-type",
+        "--monitoring-interval", "--num-configs-per-model", "--num-top-model-configs",
+        "--optuna-early-exit-threshold", "--optuna-max-trials", "--optuna-min-trials",
+        "--output-model-repository-path", "--override-output-model-repository", "--perf-analyzer-cpu-util",
+        "--perf-analyzer-max-auto-adjusts", "--perf-analyzer-path", "--perf-analyzer-timeout", "--perf-output",
+        "--perf-output-path", "--profile-models", "--reload-model-disable", "--request-rate",
+        "--request-rate-search-enable", "--run-config-profile-models-concurrently-enable",
+        "--run-config-search-disable", "--run-config-search-max-binary-search-steps",
+        "--run-config-search-max-concurrency", "--run-config-search-max-instance-count",
+        "--run-config-search-max-model-batch-size", "--run-config-search-max-request-rate",
+        "--run-config-search-min-concurrency", "--run-config-search-min-instance-count",
+        "--run-config-search-min-model-batch-size", "--run-config-search-min-request-rate",
+        "--run-config-search-mode", "--server-output-fields", "--skip-detailed-reports", "--skip-summary-reports",
+        "--triton-docker-image", "--triton-docker-mounts", "--triton-docker-shm-size", "--triton-grpc-endpoint",
+        "--triton-http-endpoint", "--triton-install-path", "--triton-launch-mode", "--triton-metrics-url",
+        "--triton-output-path", "--triton-server-path", "--use-concurrency-formula", "-b", "-c", "-d", "-e", "-f",
+        "-i", "-m", "-r", "-s",
+    }),
+}
+
+
+def trtexec_tables_for(tensorrt: str | None) -> list[tuple[str, frozenset[str]]]:
+    """The trtexec tables a command for TensorRT `tensorrt` must pass: that release's (the newest table at or before
+    it), or for an unknown version every TensorRT 10 table from 10.8 (25.01's, the newest recorded before 26.02) on."""
+    def key(release: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in release.split(".")[:2])
+
+    if tensorrt is None:
+        return [(r, TRTEXEC[r]) for r in sorted(TRTEXEC, key=key) if key(r) >= (10, 8) and key(r)[0] == 10]
+    older = [r for r in sorted(TRTEXEC, key=key) if key(r) <= key(tensorrt)]
+    return [(older[-1], TRTEXEC[older[-1]])] if older else []
+
+
+def unknown_trtexec_options(tensorrt: str | None, args: list[str]) -> list[str]:
+    """The options in `args` (a trtexec command's) that some trtexec trtexec_tables_for(tensorrt) gives lacks."""
+    found = []
+    for release, names in trtexec_tables_for(tensorrt):
+        found += [f"{a.partition('=')[0]} (TensorRT {release})" for a in args
+                  if a.startswith("--") and a[2:].partition("=")[0] not in names]
+    return found
+
+
+def unknown_model_analyzer(tag: str, args: list[str], yaml_keys: list[str]) -> list[str]:
+    """What `model-analyzer` of NGC `tag` refuses in `args` (after `model-analyzer`) and in the YAML's top-level
+    keys: another subcommand than profile, a flag its profile lacks, a key its YamlConfigValidator does not know."""
+    stand_in, keys = table_for(tag, MODEL_ANALYZER_YAML)
+    _, profile = table_for(tag, MODEL_ANALYZER_PROFILE)
+    found = [] if args[:1] == ["profile"] else [f"subcommand {args[:1]} (the series runs profile)"]
+    found += [a for a in args[1:] if a.startswith("-") and a.partition("=")[0] not in profile]
+    found += [f"{k} is not a valid yaml argument (Model Analyzer of NGC {stand_in})" for k in yaml_keys
+              if k not in keys]
+    return found

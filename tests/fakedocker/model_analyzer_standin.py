@@ -3,7 +3,8 @@ Triton Model Analyzer, and what it writes is labelled so in its log).
 
 It checks what the real one would refuse or get wrong in the container it runs in, each check with its source:
   * every YAML key is one of Model Analyzer's profile options (the installed triton-model-analyzer's
-    ConfigCommandProfile, the package the local world runs), every `perf_analyzer_flags` key one of its allowed keys
+    ConfigCommandProfile, the package the local world runs) and a key the tag's own Model Analyzer knows
+    (flags.MODEL_ANALYZER_YAML: 24.05's has no dcgm_disable), every `perf_analyzer_flags` key one of its allowed keys
     and an option of the tag's perf_analyzer (flags.py);
   * `triton_launch_mode: remote` needs the server's endpoints (config_command_profile.py: "Must specify
     triton-grpc-endpoint if connecting to already running server"), reachable from the container (127.0.0.1 only with
@@ -70,6 +71,9 @@ def check_config(config: dict) -> str | None:
     unknown = sorted(set(config) - set(ConfigCommandProfile()._fields))
     if unknown:
         return f"unknown profile options {unknown} (Model Analyzer's config.md lists the valid ones)"
+    refused = flags.unknown_model_analyzer(CONTEXT.get("tag", "26.02"), ["profile"], sorted(config))
+    if refused:  # the tag's own Model Analyzer is older than the installed one: its YamlConfigValidator
+        return refused[0]
     pa_flags = config.get("perf_analyzer_flags", {})
     allowed = set(PerfAnalyzerConfig.allowed_keys())
     bad = sorted(k for k in pa_flags if k not in allowed)
