@@ -263,8 +263,8 @@ def optimized_stand_in(runtime: str, device: str) -> tuple[str, str]:
     if runtime == "docker":
         return "resnet18_trt", "TensorRT FP16 engine (trtexec in the NGC TensorRT container), TensorRT backend"
     precision = "FP16 on CUDA" if device == "cuda" else "FP32 on CPU"
-    return "resnet18_opt", (f"no TensorRT here: the fastest TorchScript variant ({precision}) that notebook 12 "
-                            "measured on the server stands in for the engine")
+    return "resnet18_opt", (f"no TensorRT here: the TorchScript variant ({precision}) that notebook 12 kept after "
+                            "measuring them on the server (the winner beyond noise, else the simpler) stands in for the engine")
 
 
 def torchscript_candidates(device: str) -> dict[str, dict[str, bool]]:

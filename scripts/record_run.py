@@ -35,9 +35,10 @@ class MixedRun(ValueError):
 
 def replacements(run_dir: Path, name: str, roots: list[Path], extra: list[tuple[str, str]],
                  bin_dirs: list[Path] = ()) -> list[tuple[str, str]]:
-    """(old, new) pairs, longest first, so the run folder (often inside a root) is rewritten before its root; a
-    binary in one of `bin_dirs` (where the machine that ran it kept tritonserver, perf_analyzer) by its name alone."""
-    pairs = [(str(run_dir), f"runs/{name}"), *((f"{d}/", "") for d in bin_dirs), *((f"{r}/", "$PWD/") for r in roots),
+    """(old, new) pairs, longest first, so the run folder (often inside a root) is rewritten before its root, as the
+    absolute path it would have in a reader's checkout (a `docker run -v` needs one); a binary in one of `bin_dirs`
+    (where the machine that ran it kept tritonserver, perf_analyzer) by its name alone."""
+    pairs = [(str(run_dir), f"$PWD/runs/{name}"), *((f"{d}/", "") for d in bin_dirs), *((f"{r}/", "$PWD/") for r in roots),
              *((str(r), "$PWD") for r in roots), *extra]
     return sorted(dict(pairs).items(), key=lambda p: -len(p[0]))
 
@@ -127,7 +128,23 @@ def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra:
     finally:
         if staging.exists():
             shutil.rmtree(staging)
+    refresh_headers()
     return sorted(p for p in target.rglob("*") if p.is_file())
+
+
+def refresh_headers() -> list[Path]:
+    """Print the header cells (tagged `header`) of every recorded notebook again, from the recordings as they are now:
+    a notebook's header ran before its own run.json existed, so it printed the recording it replaced."""
+    changed = []
+    for path in sorted(RUNS.glob("*/*.ipynb")):
+        notebook = json.loads(path.read_text())
+        headers = [c for c in notebook["cells"] if "header" in c.get("metadata", {}).get("tags", [])]
+        for cell in headers:
+            cell["outputs"] = [{"name": "stdout", "output_type": "stream", "text": [recordings.header(path.stem) + "\n"]}]
+        if headers:
+            path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+            changed.append(path)
+    return changed
 
 
 def main(argv: list[str] | None = None) -> int:

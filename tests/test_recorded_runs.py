@@ -112,7 +112,7 @@ def _run_folder(tmp_path: Path, trees_by_notebook: dict[str, dict]) -> Path:
     for stem in trees_by_notebook:
         committed = series.NOTEBOOK_DIR / f"{stem}.ipynb"
         nb = json.loads(committed.read_text())
-        code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        code = next(c for c in nb["cells"] if c["cell_type"] == "code" and "header" not in c["metadata"].get("tags", []))
         code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": [
             f"model at {run_dir}/models/resnet18\n", "server /opt/kit/bin/tritonserver from /root/checkout/helpers\n"]}]
         (run_dir / committed.name).write_text(json.dumps(nb))
@@ -136,14 +136,16 @@ def test_recording_a_run_writes_a_readers_paths_the_commit_and_replaces_the_fold
     record_run.record(run_dir, "h200", roots=[Path("/root/checkout")], bin_dirs=[Path("/opt/kit/bin")])
     kept = tmp_path / "runs" / "h200"
     assert not (kept / "old.ipynb").exists()
-    text = "".join(next(c for c in json.loads((kept / "10_resnet18_torchscript.ipynb").read_text())["cells"]
-                        if c["cell_type"] == "code")["outputs"][0]["text"])
-    assert text == "model at runs/h200/models/resnet18\nserver tritonserver from $PWD/helpers\n"
+    cells = [c for c in json.loads((kept / "10_resnet18_torchscript.ipynb").read_text())["cells"] if c["cell_type"] == "code"]
+    header = next(c for c in cells if "header" in c["metadata"].get("tags", []))  # printed again from the recordings
+    assert "".join(header["outputs"][0]["text"]) == recordings.header("10_resnet18_torchscript") + "\n"
+    text = "".join(next(c for c in cells if "header" not in c["metadata"].get("tags", []))["outputs"][0]["text"])
+    assert text == "model at $PWD/runs/h200/models/resnet18\nserver tritonserver from $PWD/helpers\n"
     run = json.loads((kept / "run.json").read_text())
     assert run["world"] == "h200" and run["trees"] == head
     assert recordings.git_output("rev-parse", f"{run['commit']}:helpers").strip() == head["helpers"]
     assert {e["commit"] for e in run["notebooks"].values()} == {run["commit"]}
-    assert json.loads((kept / "results" / "10_resnet18_torchscript.json").read_text()) == {"log": "runs/h200/logs/x.log"}
+    assert json.loads((kept / "results" / "10_resnet18_torchscript.json").read_text()) == {"log": "$PWD/runs/h200/logs/x.log"}
     assert (kept / "10_latency.csv").read_text() == "a,b\n1,2\n"
 
 
