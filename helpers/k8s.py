@@ -73,8 +73,10 @@ def plain(app: str, models: Sequence[str], *, tag: str = "series", repository_ur
     docs: list[dict] = []
     repo = "/models" if repository_uri == "pvc" else repository_uri
     if repository_uri == "pvc":
+        # written once by the loader pod (`loader`), read by every replica: a storage class with ReadWriteMany
+        # (NFS, CephFS, a cloud file store); the pods mount it read-only
         docs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": f"{app}-models"},
-                     "spec": {"accessModes": ["ReadOnlyMany"], "resources": {"requests": {"storage": pvc_size}}}})
+                     "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": pvc_size}}}})
     probe = lambda path, period, failures: {"httpGet": {"path": path, "port": "http"}, "periodSeconds": period,
                                             "failureThreshold": failures}
     container = {
@@ -115,6 +117,28 @@ def plain(app: str, models: Sequence[str], *, tag: str = "series", repository_ur
                               "target": {"type": "AverageValue", "averageValue": f"{int(queue_target_us)}"}}}],
                           "behavior": {"scaleDown": {"stabilizationWindowSeconds": 300}}}})
     return docs
+
+
+LOADER_IMAGE = "busybox:1.36"  # has tar, which `kubectl exec ... tar -xf -` needs
+
+
+def loader(app: str) -> dict:
+    """A pod that mounts the repository's PersistentVolumeClaim read-write and waits, so the exported repository can
+    be copied in (`kubectl exec -i POD -- tar -xf - -C /models`) before the Deployment starts."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{app}-loader", "labels": _labels(app)},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "loader", "image": LOADER_IMAGE, "command": ["sleep", "3600"],
+                                     "volumeMounts": [{"name": "models", "mountPath": "/models"}]}],
+                     "volumes": [{"name": "models", "persistentVolumeClaim": {"claimName": f"{app}-models"}}]}}
+
+
+def load_commands(app: str, repository: str | Path, loader_file: str | Path, pvc_file: str | Path) -> list[str]:
+    """The shell commands that fill the claim with `repository`: claim, loader pod, copy, loader gone."""
+    pod = f"{app}-loader"
+    return [f"kubectl apply -f {pvc_file} -f {loader_file}",
+            f"kubectl wait --for=condition=Ready pod/{pod} --timeout=300s",
+            f"tar -C {repository} -cf - . | kubectl exec -i {pod} -- tar -xf - -C /models",
+            f"kubectl delete pod {pod}"]
 
 
 def adapter_rule() -> dict:

@@ -109,6 +109,21 @@ def _plots(rec: dict, notebook: str) -> list[str]:
     return [f"![{name}]({rel}/{name})" for name in rec["plots"] if name.startswith(notebook + "_")]
 
 
+def _plots_named(rec: dict, suffix: str) -> list[str]:
+    """The recording's plots whose name ends with `suffix` (e.g. `_saturation.png`), whichever notebook made them."""
+    rel = rec["folder"].relative_to(ROOT / "docs").as_posix()
+    return [f"![{name}]({rel}/{name})" for name in rec["plots"] if name.endswith(suffix)]
+
+
+def _holding(rec: dict, key: str) -> tuple[str, dict]:
+    """(notebook, results) of the newest notebook whose results hold `key`: the knee and the levers were 14's until
+    the split and are 16's since, so both kinds of recording render."""
+    for notebook in sorted(rec["results"], reverse=True):
+        if rec["results"][notebook].get(key) is not None:
+            return notebook, rec["results"][notebook]
+    raise Missing(f"no results hold {key} (expected results/16_*.json, or 14's in a recording made before the split)")
+
+
 def _best(variants: list[dict]) -> dict | None:
     """The stable row with the highest throughput."""
     ok = [v for v in variants if v.get("stable") and _num(v.get("throughput")) is not None]
@@ -233,36 +248,36 @@ def variants_14(rec: dict) -> list[str]:
         lines += ["", f"Best row: {best['variant']}, {float(best['throughput']) / float(base['throughput']):.1f}x the "
                       f"article's configuration measured in the same run (medians; best {_range(best)}, baseline "
                       f"{_range(base)})."]
-    return [*lines, "", *_plots(rec, "14")[:1]]
+    return [*lines, "", *(_plots_named(rec, "_variants.png") or _plots(rec, "14")[:1])]  # older: 14_plot1.png
 
 
-def levers_14(rec: dict) -> list[str]:
-    """Notebook 14's levers past batch-1 requests."""
-    rows = need(rec, "14", "levers")
+def levers(rec: dict) -> list[str]:
+    """The levers past batch-1 requests (notebook 16; 14 before the split)."""
+    notebook, results = _holding(rec, "levers")
+    rows = results["levers"]
     for row in rows:
         row["runs"] = _range(row)
-    return [*table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
+    return [f"Notebook {notebook}, at the images in flight of 14's comparison.", "", *table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
                           ("p99 (ms)", "p99_ms", ".2f"), ("x batch-1 row", "x batch-1", ".2f"),
                           ("server batch", "server avg_batch", ".1f")]), "",
             "A lever measured once, or whose range overlaps the batch-1 row's, shows no gain this run can tell."]
 
 
-def knee_14(rec: dict) -> list[str]:
-    """Notebook 14's knee search, and served against in-process at equal batch size."""
-    results = rec["results"].get("14")
-    if results is None:
-        raise Missing("no results of notebook 14")
+def knee(rec: dict) -> list[str]:
+    """The knee search, and served against in-process at equal batch size (notebook 16; 14 before the split)."""
+    notebook, results = _holding(rec, "saturation")
     inproc = results.get("inprocess") or {}
-    lines = [f"Knee (p99 within the budget, throughput still rising): {_knee(results)}."]
+    streams = f", {results['inprocess_streams']} stream(s)" if results.get("inprocess_streams") else ""
+    lines = [f"Notebook {notebook}. Knee (p99 within the budget, throughput still rising): {_knee(results)}."]
     if not results.get("knee"):
         lines.append("Without a knee there is no served rate at a batch size to set against in-process.")
     elif results.get("inprocess_comparable"):
-        lines.append(f"In-process at batch {results.get('knee_batch')}: "
+        lines.append(f"In-process at batch {results.get('knee_batch')}{streams}: "
                      f"{_f(inproc.get(str(results.get('knee_batch'))))} img/s.")
     if inproc:
-        lines.append("In-process (img/s, by batch size): " + ", ".join(f"batch {k}: {_f(v)}" for k, v in inproc.items())
-                     + ".")
-    return [*lines, "", *_plots(rec, "14")[1:]]
+        lines.append(f"In-process (img/s, by batch size{streams}): "
+                     + ", ".join(f"batch {k}: {_f(v)}" for k, v in inproc.items()) + ".")
+    return [*lines, "", *(_plots_named(rec, "_saturation.png") or _plots(rec, notebook)[1:])]  # older: 14_plot2.png
 
 
 def compare_15(rec: dict) -> list[str]:
@@ -283,10 +298,14 @@ def history() -> list[str]:
         rec = recording(folder)
         n14 = rec["results"].get("14") or {}
         best, base = _best(n14.get("variants", [])), _baseline(n14.get("variants", []))
+        try:
+            knee_results = _holding(rec, "saturation")[1]
+        except Missing:
+            knee_results = {}
         rows.append({"date": meta["date"], "recording": folder.name, "commit": meta["commit"][:7],
                      "best": f"{float(best['throughput']):.0f} ({best['variant']})" if best else "-",
                      "x": f"{float(best['throughput']) / float(base['throughput']):.1f}x" if best and base else "-",
-                     "knee": _knee_short(n14)})
+                     "knee": _knee_short(knee_results)})
     rows.sort(key=lambda r: (r["date"], r["recording"]))
     return ["Older recordings keep only their data and reports, under `docs/data/archive/<name>/`. Their code is not "
             "today's: read them as history, not as results. Each ratio is that run's best row over its own baseline as "
@@ -294,15 +313,14 @@ def history() -> list[str]:
             "seconds, so a baseline measured that way reads low and its ratio high.", "",
             *table(rows, [("date", "date", ""), ("recording", "recording", ""), ("recorded in", "commit", ""),
                           ("14: best at c=16 (infer/s)", "best", ""), ("x its baseline", "x", ""),
-                          ("14: knee", "knee", "")])]
+                          ("knee", "knee", "")])]
 
 
 SECTIONS = [  # (heading, section over a recording); history() reads the archive
     ("Conditions", conditions), ("The article's comparison (notebook 13)", article_comparison),
     ("The optimized model's candidates (notebook 12)", candidates_12), ("13's knobs", knobs_13),
-    ("14's variants", variants_14), ("14's levers", levers_14),
-    ("14's knee, and served against in-process", knee_14), ("Model Analyzer against the series (notebook 15)",
-                                                            compare_15)]
+    ("14's variants", variants_14), ("Levers past one batch-1 client", levers),
+    ("The knee, and served against in-process", knee), ("Model Analyzer against the series (notebook 15)", compare_15)]
 
 
 def _section(heading: str, make, rec: dict) -> list[str]:
@@ -359,13 +377,20 @@ def block_ci_time() -> str:
 def block_recordings() -> str:
     """README's paragraph on the two recordings, each with its label."""
     lines = []
-    for world, what in (("cpu", "every notebook"), ("h200", "notebooks 10-15")):
+    for world in recordings.WORLDS:
         run = recordings.load(world)
+        what = "every notebook" if world == "cpu" else f"notebooks {_span(run)}"
         machine = run.get("machine") or {}
         where = machine.get("gpu") or f"{machine.get('cpu_cores')} CPU cores"
         lines.append(f"* [docs/runs/{world}](docs/runs/{world}): {what}, `{run.get('profile')}` profile, {where}; "
                      f"{recordings.label(world)}.")
     return "\n".join(lines)
+
+
+def _span(run: dict) -> str:
+    """'10-15': the first and last notebook numbers a recording's run.json lists."""
+    numbers = sorted(stem[:2] for stem in run.get("notebooks", {}))
+    return f"{numbers[0]}-{numbers[-1]}" if numbers else "none"
 
 
 def block_workshop_times() -> str:
@@ -386,7 +411,7 @@ def block_workshop_times() -> str:
     half = sum(float(e["seconds"]) for n, e in runs["cpu"]["notebooks"].items() if n[:2] in ("10", "11", "13"))
     return "\n".join(["Measured notebook times (seconds), from the recordings' `run.json`:", "", *rows, "",
                       f"The half day's run time on a CPU: {keras / 60:.1f} min for 00-07, {half / 60:.1f} min for 10, "
-                      f"11 and 13; the full day adds {totals['h200'] / 60:.0f} min for 10-15 on the H200.",
+                      f"11 and 13; the full day adds {totals['h200'] / 60:.0f} min for {_span(runs['h200'])} on the H200.",
                       "", f"CPU: {recordings.label('cpu', 3)}. H200: {recordings.label('h200', 3)}."])
 
 
@@ -433,7 +458,7 @@ CLAIM_SOURCES = {  # what, in a claim's paragraph (or its table's lead-in), name
     "a page rendered from data": r"benchmarks\.md|\bthe table(?:'s)?\b",
 }
 CLAIM_SOURCES_IN_SENTENCE = {  # markers that count only in the claim's own sentence
-    "the articles (the seeds: a number one of them reports)": r"\b(?:the|both) (?:first |second )?articles?(?:'s)?\b",
+    "the articles (the seeds: a number one of them reports)": r"\b(?:[Tt]he|[Bb]oth) (?:first |second )?articles?(?:'s)?\b",
 }
 CLAIM_EXEMPT = {  # text taken out of the prose before claims are read, each with why it needs no source
     "fenced code (shown code and commands)": r"```.*?```",
@@ -453,12 +478,9 @@ CLAIM_EXEMPT_INLINE = {  # the same, inside a paragraph (sources found there sti
 CLAIM_SETTINGS = {
     "README.md": {"each test 20 times": "tests/test_server.py's reliability repetitions (.ci/run)",
                   "the 20x reliability step": ".ci/run", "(20 minutes in all on 2 cores)": ".ci/run's budget"},
-    "11_baseline_benchmark.ipynb": {"sampled every 0.2 s": "helpers/perf.py's sampling interval",
-                                    "at most 3.5 GB": "perf.MEMORY_CAP_GB (tests/test_claims.py checks it)"},
+    "11_baseline_benchmark.ipynb": {"at most 3.5 GB": "perf.MEMORY_CAP_GB (tests/test_claims.py checks it)"},
     "13_dynamic_batching_compare.ipynb": {"every 200 ms": "helpers/gpu.py's sampling interval"},
-    "14_near_the_limit.ipynb": {"UINT8 NHWC images (150 KB)": "224 x 224 x 3 bytes, the model's input",
-                                "and 100 us against this": "notebook 13's queue-delay setting"},
-    "20_kubernetes.ipynb": {"every 15 s": "the PodMonitor's interval (helpers/k8s.py)"},
+    "14_near_the_limit.ipynb": {"every 200 ms": "helpers/gpu.py's sampling interval"},
     "docs/workshop.md": {"**Half day (3.5 h)**": "the agenda's length", "**Full day (6.5 h)**": "the agenda's length",
                          "about 1 h 45 min with explanation": "the agenda's plan, not a measurement",
                          "about 1 h)": "the agenda's plan, not a measurement"},

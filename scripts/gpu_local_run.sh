@@ -4,7 +4,7 @@
 #
 #   scripts/gpu_local_run.sh RUN_DIR [NOTEBOOK_PREFIX ...]     (default notebooks: 10 11 12 13)
 #
-# Chained calls into one RUN_DIR add to its run.json. To keep the run (10-15, all from one commit):
+# Chained calls into one RUN_DIR add to its run.json. To keep the run (10-16, all from one commit):
 #   python scripts/record_run.py RUN_DIR h200 --root <the device checkout> && python scripts/benchmark_numbers.py --write
 #
 # Needs importable: torch (CUDA), torchvision, onnx, onnxruntime, pandas, matplotlib, scikit-image, psutil, pyyaml,

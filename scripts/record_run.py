@@ -2,7 +2,7 @@
 
     python scripts/record_run.py RUN_DIR WORLD [--root PATH] [--bin-dir DIR ...] [--replace OLD=NEW ...]
 
-WORLD is `cpu` (every notebook, ci profile) or `h200` (10-15, gpu-local profile). The run folder's run.json (the
+WORLD is `cpu` (every notebook, ci profile) or `h200` (10-16, gpu-local profile). The run folder's run.json (the
 series runner writes it) must show every notebook run with the same notebooks/, helpers/ and scripts/ trees, and a
 commit of this repository must have those trees: the recording names that commit. The folder docs/runs/WORLD is
 replaced whole: the executed notebooks, report*.md, run.json, results/*.json and the run's NN_*.csv and NN_*.png,

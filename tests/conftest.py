@@ -119,7 +119,9 @@ def fake_docker(tmp_path, monkeypatch):
     yield log
 
 
-DOCKER_NOTEBOOKS = ["03", "04", "05", "06", "07", "10", "11", "12", "13", "14", "15"]  # the TensorRT steps fail there, said so
+# the TensorRT steps fail there, said so; 16 is not run there: its commands are the launcher calls 14 makes, and the
+# knee's logic (levels, levers, the in-process reference) is the ci world's to test
+DOCKER_NOTEBOOKS = ["03", "04", "05", "06", "07", "10", "11", "12", "13", "14", "15"]
 DOCKER_RUN_TAG = "docker-run"
 # the newest release the policy table has (not the default, 24.05): every server and container of the run must use it
 DOCKER_TAG = "26.02"

@@ -43,7 +43,28 @@ def test_a_section_whose_data_is_absent_says_so(tmp_path):
                                                  "notebooks": {"13_dynamic_batching_compare": {"seconds": 1.0}}}))
     page = numbers.benchmarks(h200=folder, cpu=folder)
     assert "Not in this recording: no results of notebook 14" in page
+    assert "Not in this recording: no results hold saturation" in page and "no results hold levers" in page
     assert "Not in this recording: no results of notebook 15" in page
+
+
+def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_split(tmp_path):
+    """Notebook 14 was split (issue 34 item 5): the knee, levers and saturation plot are 16's now and 14's in older
+    recordings; the renderer finds them by what the results hold and the plot by its name's suffix."""
+    knee = {"saturation": [{"concurrency": 16}, {"concurrency": 32}], "knee": {"concurrency": 16, "throughput": 900.0},
+            "levers": [{"lever": "1 image per request", "throughput": 800.0, "x batch-1": 1.0}],
+            "inprocess": {"8": 1200.0}, "inprocess_streams": 2, "inprocess_comparable": True, "knee_batch": 8}
+    for notebook, stem in (("16", "16_saturation_and_knee"), ("14", "14_near_the_limit")):
+        folder = tmp_path / notebook / "h200"
+        (folder / "results").mkdir(parents=True)
+        (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
+        (folder / f"{notebook}_saturation.png").write_bytes(b"png")
+        rec = numbers.recording(folder)
+        rec["folder"] = numbers.ROOT / "docs" / "runs" / "h200"  # links are made relative to docs/
+        knee_lines, lever_lines = numbers.knee(rec), numbers.levers(rec)
+        assert knee_lines[0].startswith(f"Notebook {notebook}. Knee") and "900 infer/s at c=16" in knee_lines[0]
+        assert "In-process at batch 8, 2 stream(s): 1200 img/s." == knee_lines[1]
+        assert knee_lines[-1] == f"![{notebook}_saturation.png](runs/h200/{notebook}_saturation.png)"
+        assert lever_lines[0].startswith(f"Notebook {notebook},") and "| 1 image per request | 800 |" in "\n".join(lever_lines)
 
 
 def test_the_history_table_lists_every_archived_recording():

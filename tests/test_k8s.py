@@ -115,3 +115,20 @@ def test_exported_config_runs_where_the_pod_has_a_device(tmp_path, gpus):
             k8s.check_repository(docs, _repository(tmp_path, other))
     plain = k8s.write(k8s.plain("t", ["resnet18"], gpus=gpus), tmp_path / f"plain{gpus}")
     assert len(k8s.validate(plain)) == 6
+
+
+def test_the_loader_pod_fills_the_claim_the_pods_read(tmp_path):
+    """The repository reaches the claim through a pod that mounts it read-write; the replicas mount it read-only."""
+    docs = k8s.plain("triton-r18", ["resnet18"])
+    claim, deployment = docs[0], docs[1]["spec"]["template"]["spec"]
+    pod = k8s.loader("triton-r18")
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]  # one writer first, then every replica reads
+    assert pod["spec"]["volumes"][0]["persistentVolumeClaim"] == {"claimName": claim["metadata"]["name"]}
+    assert not pod["spec"]["containers"][0]["volumeMounts"][0].get("readOnly")
+    assert deployment["volumes"][1]["persistentVolumeClaim"]["readOnly"] is True
+    files = k8s.write([pod], tmp_path / "load")
+    assert len(k8s.validate(files)) == 1
+    commands = k8s.load_commands("triton-r18", "build/k8s/model_repository", files[0], "plain/01-pvc.yaml")
+    assert commands[0] == f"kubectl apply -f plain/01-pvc.yaml -f {files[0]}"
+    assert "tar -C build/k8s/model_repository -cf - . | kubectl exec -i triton-r18-loader -- tar -xf - -C /models" in commands
+    assert commands[-1] == "kubectl delete pod triton-r18-loader"

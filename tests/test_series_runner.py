@@ -278,7 +278,7 @@ def test_every_cell_that_measures_is_tagged_timed():
     """The runner finishes its background work before a cell tagged `timed`: a cell that calls a timing helper, or a
     function of its notebook that does, and is not tagged would share the machine with the next notebook's imports."""
     timing = re.compile(r"\b(bench\.(time_calls|device_throughput)|perf\.(run|measure_level|repeat_level|"
-                        r"memory_trace|c_api_level)|analyzer\.run(_docker)?)\(")
+                        r"memory_trace|c_api_level)|analyzer\.run(_docker)?|measured\.measure|client_batches)\(")
     untagged = []
     for nb in series.notebooks():
         cells = nbformat.read(str(nb), as_version=4).cells

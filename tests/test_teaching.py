@@ -44,6 +44,10 @@ def test_notebook_ends_with_a_recap_and_questions_answered_in_solutions(path):
     answers = (series.ROOT / "solutions" / "answers.md").read_text()
     section = answers.split(f"## {path.stem}\n", 1)[1].split("\n## ", 1)[0]
     assert len(re.findall(r"^\d\. \*", section, re.M)) == len(questions), f"answers for {path.name}"
+    # each question quoted whole (joined across its line breaks), not cut where the notebook's line ends
+    asked = [" ".join(q.split()) for q in re.split(r"^\d\. ", tail.split("\n", 1)[1], flags=re.M)[1:]]
+    quoted = [" ".join(q.split()) for q in re.findall(r"^\d\. \*(.+?)\*  $", section, re.M)]
+    assert quoted == asked, f"solutions/answers.md quotes {path.stem}'s questions as {quoted}; the notebook asks {asked}"
 
 
 @pytest.mark.notebooks

@@ -1,0 +1,253 @@
+"""Plumbing of notebooks 14 and 16: perf_analyzer rows with the server's view beside them, the winner rule over
+variants, knee-search tables and config differences. What a learner writes (configs, client calls, the perf_analyzer
+options and commands) stays on the pages."""
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from helpers import gpu, metrics, perf
+
+
+def config_differences(a: str, b: str) -> str:
+    """What config text `b` changes in `a`, change by change (- a's lines, + b's); a change made n times shown once, xn."""
+    a_lines, b_lines = a.splitlines(), b.splitlines()
+    changes: Counter = Counter()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a_lines, b_lines, autojunk=False).get_opcodes():
+        while tag == "insert" and j2 < len(b_lines) and b_lines[j1] == b_lines[j2]:  # an added block: from its first line
+            j1, j2 = j1 + 1, j2 + 1
+        if tag != "equal":
+            changes[tuple([f"- {line.strip()}" for line in a_lines[i1:i2]]
+                          + [f"+ {line.strip()}" for line in b_lines[j1:j2]])] += 1
+    return "\n".join("\n".join(f"    {line}" for line in change) + (f"   (x{n})" if n > 1 else "")
+                     for change, n in changes.items())
+
+
+def unregister(call: Callable[[str], object], name: str, *, tries: int = 20, wait_s: float = 0.1) -> object:
+    """`call(name)`, retried while the server answers that the shared-memory region is still in use."""
+    for attempt in range(tries):
+        try:
+            return call(name)
+        except Exception as exc:  # tritonclient's InferenceServerException; anything but "in use" is raised at once
+            if "in use" not in str(exc) or attempt == tries - 1:
+                raise
+            time.sleep(wait_s)
+    raise ValueError(f"tries must be at least 1; got {tries}")
+
+
+class Rows:
+    """perf_analyzer levels against one server: count windows sized from each request's bytes, an unmeasured warm-up
+    before a model's first row, each new command printed once, the server's metrics and the GPU read around it
+    (`reuse`: a level measured once already is not measured again; a repeated measurement, `times` > 1, always is)."""
+
+    def __init__(self, server, perf_dir: str | Path, prefix: str, *, base: dict, limit_gb: float, trials: int,
+                 most: int, warmup_requests: int, metrics_model: dict[str, str] | None = None, reuse: bool = False):
+        self.server, self.perf_dir, self.prefix = server, Path(perf_dir), prefix
+        self.base, self.limit_gb, self.trials, self.most = base, limit_gb, trials, most
+        self.warmup_requests, self.metrics_model = warmup_requests, metrics_model or {}
+        self.warmed: set[str] = set()
+        self.shown: set[tuple] = set()
+        self.reuse, self.rows = reuse, {}  # with reuse: single runs kept by what they measured, not measured twice
+        self.made = 0
+        self.last_gpu: gpu.Sampler | None = None
+
+    def settings(self, model: str, nbytes: int, options: dict, trials: int | None = None) -> dict:
+        """The perf_analyzer options of one row: the base, the row's own, and a count window that fits the limit."""
+        through_shm = options.get("shared_memory", "none") != "none"  # nothing kept per request through shared memory
+        window = perf.count_window(0 if through_shm else nbytes, trials=trials or self.trials, limit_gb=self.limit_gb,
+                                   most=self.most)
+        return {**self.base, **options, **window,
+                "warmup_requests": 0 if model in self.warmed else self.warmup_requests}
+
+    def measure(self, label: str, model: str, nbytes: int, options: dict, level: int, *, times: int = 1,
+                trials: int | None = None) -> dict:
+        """One level (`times` runs: the median with its range) as a row; a row the memory limit leaves no window for
+        comes back not stable, with why. With `reuse`, a single run already made of the same level is returned, and said."""
+        key = json.dumps([label, model, options, level, trials], sort_keys=True, default=str)
+        if self.reuse and times == 1 and key in self.rows:
+            print(f"{label}, concurrency {level}: measured above, reused")
+            return self.rows[key]
+        try:
+            settings = self.settings(model, nbytes, options, trials)
+        except ValueError as exc:
+            return {"variant": label, "model": model, "bytes/request": nbytes, "concurrency": level, "stable": False,
+                    "throughput": float("nan"), "p99_ms": float("nan"), "error": str(exc)}
+        self.warmed.add(model)
+        self.made += 1
+        csv = self.perf_dir / f"{self.prefix}_{self.made:03d}_{model}_c{level}.csv"
+        if (label, trials) not in self.shown:  # later levels of a command differ only in --concurrency-range
+            self.shown.add((label, trials))
+            print(f"{label}:\n  {perf.shown_command(model, self.server.grpc_url, csv, level, **settings)}")
+        before = metrics.scrape(self.server.metrics_url)
+        with gpu.Sampler() as self.last_gpu:
+            row = (perf.repeat_level(model, self.server.grpc_url, csv, level, repeats=times, **settings) if times > 1
+                   else perf.measure_level(model, self.server.grpc_url, csv, level, **settings))
+        seen = metrics.between(before, metrics.scrape(self.server.metrics_url), self.metrics_model.get(model, model))
+        row = {"variant": label, "model": model, "bytes/request": nbytes, **row, **self.last_gpu.columns(),
+               **{f"server {k}": v for k, v in seen.items()}}
+        if times == 1:
+            self.rows[key] = row
+        return row
+
+
+def winner_rule(rows: dict[str, dict], order: Sequence[str], measure: Callable[[str], dict], *, baseline: str,
+                p99_budget_ms: float, repeats: int) -> dict | None:
+    """The baseline and the two fastest rows within the budget measured `repeats` times each in turns (perf.contest);
+    each finalist's row in `rows` becomes its median run. None (rows untouched) below two finalists or one repeat."""
+    stable = [r for r in rows.values() if r["stable"]]
+    within = [r for r in stable if r["p99_ms"] <= p99_budget_ms] or stable
+    fastest = [r["variant"] for r in sorted(within, key=lambda r: -r["throughput"]) if r["variant"] != baseline][:2]
+    finalists = sorted([baseline] * (baseline in rows) + fastest, key=list(order).index)  # simplest first
+    if repeats <= 1 or len(finalists) < 2:
+        return None
+    result = perf.contest(measure, finalists, simpler=finalists, runs=repeats)
+    for label in finalists:
+        rows[label] = perf.median_run([r for _, r in result["runs"][result["runs"]["setting"] == label].iterrows()])
+    return {**result, "finalists": finalists}
+
+
+def verdicts(labels: Sequence[str], result: dict | None) -> list[str]:
+    """The winner rule's word on each row: wins, kept (tie within noise), finalist, or '' (not a finalist)."""
+    if result is None:
+        return [""] * len(labels)
+    return ["" if label not in result["finalists"] else "wins" if result["winner"] == label else
+            "kept (tie within noise)" if result["kept"] == label and not result["winner"] else "finalist"
+            for label in labels]
+
+
+def knee_table(knees: dict[str, dict], images: dict[str, int]) -> pd.DataFrame:
+    """One row per knee search (perf.find_knee's result, `images` per request): its levels, knee and why it stopped."""
+    def at(found: dict, key: str, column: str, scale: int = 1):
+        return None if found[key] is None else found[key][column] * scale
+
+    return pd.DataFrame([{
+        "search": label, "images/request": images[label],
+        "levels (in order)": [int(r["concurrency"]) for r in found["rows"]],
+        "knee c": at(found, "knee", "concurrency"), "images in flight": at(found, "knee", "concurrency", images[label]),
+        "throughput (img/s)": at(found, "knee", "throughput"), "p99 (ms)": at(found, "knee", "p99_ms"),
+        "level above": at(found, "above", "concurrency"), "stopped because": found["why"]}
+        for label, found in knees.items()])
+
+
+def knee_curves(knees: dict[str, dict], images: dict[str, int]) -> dict[str, pd.DataFrame]:
+    """Every search's levels on one axis of images in flight (concurrency x images per request), for plots.sweep."""
+    return {label + (f" (x {images[label]})" if images[label] > 1 else ""):
+            pd.DataFrame(found["rows"]).assign(concurrency=lambda d, k=images[label]: d["concurrency"] * k)
+            for label, found in knees.items()}
+
+
+def clean(records: list[dict]) -> list[dict]:
+    """Table records with NaN as None, for a results JSON."""
+    return [{k: (None if not isinstance(v, (list, dict)) and pd.isna(v) else v) for k, v in row.items()}
+            for row in records]
+
+
+def shortened(config: str, head: int = 12, tail: int = 3) -> str:
+    """A long config's first `head` and last `tail` lines, the repeated middle (one warm-up entry per batch size) named."""
+    lines = config.splitlines()
+    if len(lines) <= head + tail + 1:
+        return config.rstrip("\n")
+    return "\n".join(lines[:head] + [f"  ... ({len(lines) - head - tail} more lines of the same warm-up entry, one "
+                                     "per batch size)"] + lines[-tail:])
+
+
+VARIANT_COLUMNS = ["variant", "bytes/request", "stable", "throughput", "throughput_min", "throughput_max", "p50_ms",
+                   "p99_ms", "verdict", "window_requests", "requests", "peak_rss_mb", "client_cores",
+                   "server avg_batch", "server queue_ms_per_request", "server compute_ms_per_request"]
+
+
+def shown_columns(table: pd.DataFrame, gpu_sampled: bool) -> pd.DataFrame:
+    """The variants table as shown: its columns in reading order, the GPU's only where one was sampled, rounded."""
+    return table.reindex(columns=[*VARIANT_COLUMNS, *(["gpu_util_pct", "gpu_memory_mb"] if gpu_sampled else []),
+                                  "error"]).round(2)
+
+
+def kept(ok: pd.DataFrame, result: dict | None, p99_budget_ms: float) -> str:
+    """The variant to drive further: the one the winner rule kept, else the fastest within the budget (else fastest)."""
+    if ok.empty:
+        raise ValueError("no stable variant: expected at least one row with a stable measurement, found none")
+    if result is not None and result["kept"] in ok.index:
+        return result["kept"]
+    within = ok[ok["p99_ms"] <= p99_budget_ms]
+    return (within if not within.empty else ok)["throughput"].idxmax()
+
+
+def rule_said(result: dict | None, repeats: int) -> str:
+    """The winner rule's verdict in one line, or why it did not run."""
+    if result is None:
+        return f"repeats={repeats}: one run each, so no winner is named (the winner rule needs three runs of each finalist)"
+    return f"{', '.join(result['finalists'])}: {repeats} runs each, in turns: {result['verdict']}"
+
+
+def contest_record(result: dict | None, repeats: int) -> dict | None:
+    """The winner rule's result for a results JSON: verdict, winner, kept, ranges and every run."""
+    if result is None:
+        return None
+    return {"verdict": result["verdict"], "winner": result["winner"], "kept": result["kept"], "runs_per_finalist": repeats,
+            "ranges": {k: list(v) for k, v in result["ranges"].items()},
+            "runs": result["runs"].reindex(columns=["setting", "stable", "throughput", "p99_ms"]).round(3)
+            .to_dict(orient="records")}
+
+
+def variants_recap(ok: pd.DataFrame, baseline: str, kept_label: str, concurrency: int) -> list[str]:
+    """Recap lines of the variants (stable rows indexed by label): the baseline against the kept one, then each row."""
+    best = ok.loc[kept_label]
+    lines = [f"at c={concurrency}: the variant kept, '{kept_label}', {best['throughput']:.0f} infer/s "
+             f"(p99 {best['p99_ms']:.1f} ms)"]
+    if baseline in ok.index:
+        base = ok.loc[baseline]
+        lines[0] += (f", {best['throughput'] / base['throughput']:.1f}x the article's baseline "
+                     f"({base['throughput']:.0f} infer/s, p99 {base['p99_ms']:.1f} ms)")
+    return lines + [f"  {label}: {row['bytes/request']:,} bytes/request, {row['throughput']:.0f} infer/s, server batch "
+                    f"{row['server avg_batch']:.1f}" + (f" ({row['verdict']})" if row.get("verdict") else "")
+                    for label, row in ok.iterrows()]
+
+
+def saved(run_dir: str | Path, notebook: str) -> dict:
+    """A notebook's results in this run folder (results/<notebook>.json); an error says which notebook to run first."""
+    path = Path(run_dir) / "results" / f"{notebook}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"expected {path}: run notebook {notebook} first, with the same run_dir and models_dir")
+    return json.loads(path.read_text())
+
+
+
+def knee_lines(knees: pd.DataFrame) -> list[str]:
+    """Recap lines of knee_table's rows: each search's knee (or none) and why it stopped."""
+    return [f"knee search '{k['search']}': " + (
+        f"knee at c={k['knee c']:.0f} ({k['images in flight']:.0f} images in flight), {k['throughput (img/s)']:.0f} img/s, "
+        f"p99 {k['p99 (ms)']:.1f} ms" if pd.notna(k["knee c"]) else "no knee") + f"; stopped: {k['stopped because']}"
+        for _, k in knees.iterrows()]
+
+
+def lever_lines(levers: pd.DataFrame, in_flight: int) -> list[str]:
+    """Recap lines of a levers table (its first row is the batch-1 row the others are set against)."""
+    def spread(row) -> str:
+        return (f" ({int(row['repeats'])} runs: {row['throughput_min']:.0f}-{row['throughput_max']:.0f})"
+                if pd.notna(row.get("throughput_min")) and row.get("repeats", 0) > 1 else "")
+
+    return [f"lever at {in_flight} images in flight: {lever['lever']}: " + (
+        f"{lever['throughput']:.0f} infer/s{spread(lever)} (p99 {lever['p99_ms']:.1f} ms), {lever['x batch-1']:.2f}x the "
+        "batch-1 row" if lever["stable"] else f"not measured ({lever.get('error')})") for _, lever in levers.iloc[1:].iterrows()]
+
+
+def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: int, streams: int) -> str:
+    """Served at the knee against in-process at the batch the server formed, and where an average request's time went."""
+    split = pd.Series({
+        "client send + receive": knee.get("client_send_ms", 0) + knee.get("client_recv_ms", 0),
+        "network + server send/recv": knee.get("network_ms", float("nan")),
+        "queue": knee.get("queue_ms", float("nan")),
+        "compute input + output": knee.get("compute_input_ms", 0) + knee.get("compute_output_ms", 0),
+        f"compute infer beyond in-process batch {batch}": knee.get("compute_infer_ms", float("nan")) - per_batch_ms,
+        f"in-process batch {batch}": per_batch_ms})
+    return (f"at the knee (c={int(knee['concurrency'])}): served {knee['throughput']:.0f} infer/s = "
+            f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
+            f"perf_analyzer kept {knee.get('client_cores', float('nan')):.1f} cores busy\n"
+            "where an average request's time went (ms; the instance-contention part is compute infer minus the "
+            f"in-process time of the same batch):\n{split.round(2).to_string()}")

@@ -1,0 +1,128 @@
+"""helpers/nearlimit.py: the plumbing notebooks 14 and 16 share (no server needed)."""
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from helpers import nearlimit
+
+CONFIG = """name: "m"
+max_batch_size: 8
+instance_group [ { count: 1 kind: KIND_CPU } ]
+dynamic_batching { }
+model_warmup [
+  { name: "b1" batch_size: 1 count: 2 },
+  { name: "b2" batch_size: 2 count: 2 }
+]
+"""
+
+
+def test_config_differences_show_each_change_once():
+    changed = CONFIG.replace("count: 1 kind", "count: 2 kind").replace('name: "m"', 'name: "m_i2"')
+    said = nearlimit.config_differences(CONFIG, changed)
+    assert '- name: "m"' in said and '+ name: "m_i2"' in said and "+ instance_group [ { count: 2" in said
+    a = "a\n  k: 1\nb\n  k: 1\nc"  # the same change made twice: shown once, x2
+    assert nearlimit.config_differences(a, a.replace("k: 1", "k: 2")) == "    - k: 1\n    + k: 2   (x2)"
+    assert nearlimit.config_differences(CONFIG, CONFIG) == ""
+
+
+def test_shortened_names_what_it_leaves_out():
+    long = "\n".join(f"line {i}" for i in range(40))
+    short = nearlimit.shortened(long, head=3, tail=2)
+    assert short.splitlines()[:3] == ["line 0", "line 1", "line 2"] and short.splitlines()[-1] == "line 39"
+    assert "35 more lines" in short
+    assert nearlimit.shortened(CONFIG) == CONFIG.rstrip("\n")
+
+
+def test_unregister_retries_in_use_and_raises_anything_else():
+    calls = []
+
+    def busy_twice(name):
+        calls.append(name)
+        if len(calls) < 3:
+            raise RuntimeError("shared memory region 'x' is in use")
+        return "done"
+
+    assert nearlimit.unregister(busy_twice, "x", wait_s=0) == "done" and len(calls) == 3
+    with pytest.raises(RuntimeError, match="in use"):
+        nearlimit.unregister(lambda name: (_ for _ in ()).throw(RuntimeError("in use")), "x", tries=2, wait_s=0)
+    with pytest.raises(KeyError):
+        nearlimit.unregister(lambda name: {}[name], "x", wait_s=0)
+
+
+def _row(label, throughput, p99=5.0, stable=True):
+    return {"variant": label, "stable": stable, "throughput": throughput, "p99_ms": p99}
+
+
+def test_winner_rule_takes_the_baseline_and_the_two_fastest_within_the_budget():
+    order = ["base", "a", "b", "c"]
+    rows = {"base": _row("base", 10), "a": _row("a", 50, p99=99), "b": _row("b", 30), "c": _row("c", 20)}
+    speeds = {"base": [10, 11, 12], "b": [30, 31, 32], "c": [20, 21, 22]}
+    made = []
+
+    def measure(label):
+        made.append(label)
+        return _row(label, speeds[label][sum(m == label for m in made) - 1])
+
+    result = nearlimit.winner_rule(rows, order, measure, baseline="base", p99_budget_ms=10, repeats=3)
+    assert result["finalists"] == ["base", "b", "c"]  # "a" is over the budget; listed simplest first
+    assert made[:3] == ["base", "b", "c"] and len(made) == 9  # in turns, three runs each
+    assert result["winner"] == "b" and rows["b"]["throughput"] == 31 and rows["b"]["repeats"] == 3
+    assert nearlimit.verdicts(["base", "a", "b"], result) == ["finalist", "", "wins"]
+    assert "3 runs each" in nearlimit.rule_said(result, 3)
+    record = nearlimit.contest_record(result, 3)
+    assert record["winner"] == "b" and len(record["runs"]) == 9 and json.dumps(record)
+    assert nearlimit.winner_rule(dict(rows), order, measure, baseline="base", p99_budget_ms=10, repeats=1) is None
+    assert nearlimit.verdicts(["base"], None) == [""] and nearlimit.contest_record(None, 1) is None
+
+
+def test_kept_is_the_rules_pick_else_the_fastest_within_the_budget():
+    ok = pd.DataFrame([_row("base", 10), _row("fast", 50, p99=99), _row("b", 30)]).set_index("variant")
+    assert nearlimit.kept(ok, None, 10) == "b" and nearlimit.kept(ok, None, 100) == "fast"
+    assert nearlimit.kept(ok, {"kept": "base"}, 10) == "base"
+    assert nearlimit.kept(ok, None, 1) == "fast"  # none within the budget: the fastest
+    with pytest.raises(ValueError, match="no stable variant"):
+        nearlimit.kept(ok.iloc[0:0], None, 10)
+
+
+def test_knee_table_and_curves_count_images_in_flight():
+    knees = {"one": {"rows": [{"concurrency": 2, "throughput": 10, "p99_ms": 1}, {"concurrency": 4, "throughput": 12,
+                                                                                   "p99_ms": 2}],
+                     "knee": {"concurrency": 4, "throughput": 12, "p99_ms": 2}, "above": None, "why": "top level"},
+             "batched": {"rows": [{"concurrency": 1, "throughput": 14, "p99_ms": 3}], "knee": None,
+                         "above": {"concurrency": 1}, "why": "over budget"}}
+    table = nearlimit.knee_table(knees, {"one": 1, "batched": 4})
+    assert table["levels (in order)"].tolist() == [[2, 4], [1]] and table.loc[0, "images in flight"] == 4
+    assert pd.isna(table.loc[1, "knee c"]) and table.loc[1, "level above"] == 1
+    curves = nearlimit.knee_curves(knees, {"one": 1, "batched": 4})
+    assert list(curves) == ["one", "batched (x 4)"] and curves["batched (x 4)"]["concurrency"].tolist() == [4]
+    lines = nearlimit.knee_lines(table)
+    assert "knee at c=4 (4 images in flight)" in lines[0] and lines[1].startswith("knee search 'batched': no knee")
+    assert nearlimit.clean(table.to_dict(orient="records"))[1]["knee c"] is None
+
+
+def test_lever_lines_and_the_served_split():
+    levers = pd.DataFrame([{"lever": "batch-1", "stable": True, "throughput": 10.0, "p99_ms": 5.0, "x batch-1": 1.0},
+                           {"lever": "4 per request", "stable": True, "throughput": 20.0, "p99_ms": 4.0, "x batch-1": 2.0,
+                            "repeats": 3, "throughput_min": 19.0, "throughput_max": 21.0},
+                           {"lever": "C API", "stable": False, "throughput": float("nan"), "p99_ms": float("nan"),
+                            "x batch-1": float("nan"), "error": "stopped"}])
+    lines = nearlimit.lever_lines(levers, 16)
+    assert lines == ["lever at 16 images in flight: 4 per request: 20 infer/s (3 runs: 19-21) (p99 4.0 ms), 2.00x the "
+                     "batch-1 row", "lever at 16 images in flight: C API: not measured (stopped)"]
+    knee = pd.Series({"concurrency": 8, "throughput": 100.0, "compute_infer_ms": 12.0, "queue_ms": 3.0, "network_ms": 1.0,
+                      "client_cores": 1.5})
+    said = nearlimit.served_split(knee, 10.0, 200.0, 4, 2)
+    assert "served 100 infer/s = 50% of in-process batch 4, 2 at once (200 img/s)" in said
+    assert re.search(r"^compute infer beyond in-process batch 4 +2\.0$", said, re.M) and "queue " in said
+
+
+def test_saved_names_the_notebook_to_run_first(tmp_path):
+    with pytest.raises(FileNotFoundError, match="run notebook 14_near_the_limit first"):
+        nearlimit.saved(tmp_path, "14_near_the_limit")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "14_near_the_limit.json").write_text('{"best": "x"}')
+    assert nearlimit.saved(tmp_path, "14_near_the_limit") == {"best": "x"}
