@@ -239,7 +239,7 @@ EXPLAINED_WARNINGS = {
     ("FutureWarning", "`torch.jit."): "torch.jit.load is deprecated",
     # notebook 12 traces notebook 10's TorchScript module (a no-op) and exports it to ONNX (no Python signature)
     ("UserWarning", "The input to trace is already a ScriptModule"): "tracing it is a no-op",
-    ("UserWarning", "no signature found for <torch.ScriptMethod"): "says \"no signature found\" for a TorchScript method",
+    ("UserWarning", "no signature found for <torch.ScriptMethod"): "\"no signature found\", from the ONNX exporter",
 }
 # Recordings made before the source of a warning was fixed; the re-recording of issue 24 (what to build 4) replaces
 # them. strict: a listed recording that no longer shows the warning fails, so the list cannot go stale.
