@@ -204,7 +204,7 @@ def unknown_options(program: str, tag: str, args: list[str]) -> list[str]:
 
 # trtexec's long options per TensorRT release (the first (major, minor) a table holds for): the option names that
 # samples/common/sampleOptions.cpp of NVIDIA/TensorRT parses (`getAndDelOption(arguments, "--name", ...)` and the
-# like) at the release's tag; read 2026-12-04. 24.05 ships 10.0.1, 24.10 10.5.0, 25.01 10.8.0 (helpers/ngc.py); 26.02's
+# like) at the release's tag; read 2026-12-03. 24.05 ships 10.0.1, 24.10 10.5.0, 25.01 10.8.0 (helpers/ngc.py); 26.02's
 # is not recorded, so its commands are checked against every TensorRT 10 table from 25.01's on (trtexec_tables_for).
 TRTEXEC = {
     # 10.0: NVIDIA/TensorRT tag v10.0.1, samples/common/sampleOptions.cpp
@@ -322,7 +322,7 @@ TRTEXEC = {
 # Model Analyzer's YAML keys per NGC tag (the SDK image's Model Analyzer, branch rYY.MM of
 # triton-inference-server/model_analyzer): the ConfigField names of config_command_profile.py and
 # config_command_report.py, which YamlConfigValidator accepts ("X is not a valid yaml argument" otherwise); read
-# 2026-12-04. dcgm_disable came with PR #952 (2024-12-20), first in r25.01.
+# 2026-12-03. dcgm_disable came with PR #952 (2024-12-20), first in r25.01.
 MODEL_ANALYZER_YAML = {
     # 24.05: branch r24.05
     "24.05": frozenset({
@@ -347,84 +347,14 @@ MODEL_ANALYZER_YAML = {
         "triton_http_endpoint", "triton_install_path", "triton_launch_mode", "triton_metrics_url",
         "triton_output_path", "triton_server_environment", "triton_server_flags", "triton_server_path", "weighting",
     }),
-    # 24.10: branch r24.10
-    "24.10": frozenset({
-        "always_report_gpu_metrics", "batch_sizes", "bls_composing_models", "checkpoint_directory",
-        "client_max_retries", "client_protocol", "collect_cpu_metrics", "concurrency", "concurrency_sweep_disable",
-        "config_file", "constraints", "cpu_only_composing_models", "duration_seconds", "early_exit_enable",
-        "export_path", "filename_model_gpu", "filename_model_inference", "filename_server_only", "genai_perf_flags",
-        "gpu_output_fields", "gpus", "inference_output_fields", "latency_budget", "max_percentage_of_search_space",
-        "min_percentage_of_search_space", "min_throughput", "model_repository", "model_type", "monitoring_interval",
-        "num_configs_per_model", "num_top_model_configs", "objectives", "optuna_early_exit_threshold",
-        "optuna_max_trials", "optuna_min_trials", "output_formats", "output_model_repository_path",
-        "override_output_model_repository", "perf_analyzer_cpu_util", "perf_analyzer_flags",
-        "perf_analyzer_max_auto_adjusts", "perf_analyzer_path", "perf_analyzer_timeout", "perf_output",
-        "perf_output_path", "plots", "profile_models", "reload_model_disable", "report_model_configs",
-        "request_rate", "request_rate_search_enable", "run_config_profile_models_concurrently_enable",
-        "run_config_search_disable", "run_config_search_max_binary_search_steps",
-        "run_config_search_max_concurrency", "run_config_search_max_instance_count",
-        "run_config_search_max_model_batch_size", "run_config_search_max_request_rate",
-        "run_config_search_min_concurrency", "run_config_search_min_instance_count",
-        "run_config_search_min_model_batch_size", "run_config_search_min_request_rate", "run_config_search_mode",
-        "server_output_fields", "skip_detailed_reports", "skip_summary_reports", "triton_docker_args",
-        "triton_docker_image", "triton_docker_labels", "triton_docker_mounts", "triton_docker_shm_size",
-        "triton_grpc_endpoint", "triton_http_endpoint", "triton_install_path", "triton_launch_mode",
-        "triton_metrics_url", "triton_output_path", "triton_server_environment", "triton_server_flags",
-        "triton_server_path", "use_concurrency_formula", "weighting",
-    }),
-    # 25.01: branch r25.01
-    "25.01": frozenset({
-        "always_report_gpu_metrics", "batch_sizes", "bls_composing_models", "checkpoint_directory",
-        "client_max_retries", "client_protocol", "collect_cpu_metrics", "concurrency", "concurrency_sweep_disable",
-        "config_file", "constraints", "cpu_only_composing_models", "dcgm_disable", "duration_seconds",
-        "early_exit_enable", "export_path", "filename_model_gpu", "filename_model_inference",
-        "filename_server_only", "genai_perf_flags", "gpu_output_fields", "gpus", "inference_output_fields",
-        "latency_budget", "max_percentage_of_search_space", "min_percentage_of_search_space", "min_throughput",
-        "model_repository", "model_type", "monitoring_interval", "num_configs_per_model", "num_top_model_configs",
-        "objectives", "optuna_early_exit_threshold", "optuna_max_trials", "optuna_min_trials", "output_formats",
-        "output_model_repository_path", "override_output_model_repository", "perf_analyzer_cpu_util",
-        "perf_analyzer_flags", "perf_analyzer_max_auto_adjusts", "perf_analyzer_path", "perf_analyzer_timeout",
-        "perf_output", "perf_output_path", "plots", "profile_models", "reload_model_disable",
-        "report_model_configs", "request_rate", "request_rate_search_enable",
-        "run_config_profile_models_concurrently_enable", "run_config_search_disable",
-        "run_config_search_max_binary_search_steps", "run_config_search_max_concurrency",
-        "run_config_search_max_instance_count", "run_config_search_max_model_batch_size",
-        "run_config_search_max_request_rate", "run_config_search_min_concurrency",
-        "run_config_search_min_instance_count", "run_config_search_min_model_batch_size",
-        "run_config_search_min_request_rate", "run_config_search_mode", "server_output_fields",
-        "skip_detailed_reports", "skip_summary_reports", "triton_docker_args", "triton_docker_image",
-        "triton_docker_labels", "triton_docker_mounts", "triton_docker_shm_size", "triton_grpc_endpoint",
-        "triton_http_endpoint", "triton_install_path", "triton_launch_mode", "triton_metrics_url",
-        "triton_output_path", "triton_server_environment", "triton_server_flags", "triton_server_path",
-        "use_concurrency_formula", "weighting",
-    }),
-    # 26.02: branch r26.02
-    "26.02": frozenset({
-        "always_report_gpu_metrics", "batch_sizes", "bls_composing_models", "checkpoint_directory",
-        "client_max_retries", "client_protocol", "collect_cpu_metrics", "concurrency", "concurrency_sweep_disable",
-        "config_file", "constraints", "cpu_only_composing_models", "dcgm_disable", "duration_seconds",
-        "early_exit_enable", "ensemble_composing_models", "export_path", "filename_model_gpu",
-        "filename_model_inference", "filename_server_only", "genai_perf_flags", "gpu_output_fields", "gpus",
-        "inference_output_fields", "latency_budget", "max_percentage_of_search_space",
-        "min_percentage_of_search_space", "min_throughput", "model_repository", "model_type", "monitoring_interval",
-        "num_configs_per_model", "num_top_model_configs", "objectives", "optuna_early_exit_threshold",
-        "optuna_max_trials", "optuna_min_trials", "output_formats", "output_model_repository_path",
-        "override_output_model_repository", "perf_analyzer_cpu_util", "perf_analyzer_flags",
-        "perf_analyzer_max_auto_adjusts", "perf_analyzer_path", "perf_analyzer_timeout", "perf_output",
-        "perf_output_path", "plots", "profile_models", "reload_model_disable", "report_model_configs",
-        "request_rate", "request_rate_search_enable", "run_config_profile_models_concurrently_enable",
-        "run_config_search_disable", "run_config_search_max_binary_search_steps",
-        "run_config_search_max_concurrency", "run_config_search_max_instance_count",
-        "run_config_search_max_model_batch_size", "run_config_search_max_request_rate",
-        "run_config_search_min_concurrency", "run_config_search_min_instance_count",
-        "run_config_search_min_model_batch_size", "run_config_search_min_request_rate", "run_config_search_mode",
-        "server_output_fields", "skip_detailed_reports", "skip_summary_reports", "triton_docker_args",
-        "triton_docker_image", "triton_docker_labels", "triton_docker_mounts", "triton_docker_shm_size",
-        "triton_grpc_endpoint", "triton_http_endpoint", "triton_install_path", "triton_launch_mode",
-        "triton_metrics_url", "triton_output_path", "triton_server_environment", "triton_server_flags",
-        "triton_server_path", "use_concurrency_formula", "weighting",
-    }),
 }
+# branch r24.10: what it added
+MODEL_ANALYZER_YAML["24.10"] = MODEL_ANALYZER_YAML["24.05"] | {
+    "concurrency_sweep_disable", "max_percentage_of_search_space", "min_percentage_of_search_space",
+    "optuna_early_exit_threshold", "optuna_max_trials", "optuna_min_trials", "use_concurrency_formula",
+}
+MODEL_ANALYZER_YAML["25.01"] = MODEL_ANALYZER_YAML["24.10"] | {"dcgm_disable"}  # branch r25.01: what it added
+MODEL_ANALYZER_YAML["26.02"] = MODEL_ANALYZER_YAML["25.01"] | {"ensemble_composing_models"}  # branch r26.02: what it added
 # `model-analyzer profile`'s command-line flags per NGC tag (the `flags=[...]` of config_command_profile.py, the same
 # branches).
 MODEL_ANALYZER_PROFILE = {
@@ -450,84 +380,14 @@ MODEL_ANALYZER_PROFILE = {
         "--triton-http-endpoint", "--triton-install-path", "--triton-launch-mode", "--triton-metrics-url",
         "--triton-output-path", "--triton-server-path", "-b", "-c", "-d", "-e", "-f", "-i", "-m", "-r", "-s",
     }),
-    # 24.10: branch r24.10
-    "24.10": frozenset({
-        "--always-report-gpu-metrics", "--batch-sizes", "--bls-composing-models", "--checkpoint-directory",
-        "--client-max-retries", "--client-protocol", "--collect-cpu-metrics", "--concurrency",
-        "--concurrency-sweep-disable", "--config-file", "--cpu-only-composing-models", "--duration-seconds",
-        "--early-exit-enable", "--export-path", "--filename-model-gpu", "--filename-model-inference",
-        "--filename-server-only", "--gpu-output-fields", "--gpus", "--inference-output-fields", "--latency-budget",
-        "--max-percentage-of-search-space", "--min-percentage-of-search-space", "--min-throughput",
-        "--model-repository", "--model-type", "--monitoring-interval", "--num-configs-per-model",
-        "--num-top-model-configs", "--optuna-early-exit-threshold", "--optuna-max-trials", "--optuna-min-trials",
-        "--output-model-repository-path", "--override-output-model-repository", "--perf-analyzer-cpu-util",
-        "--perf-analyzer-max-auto-adjusts", "--perf-analyzer-path", "--perf-analyzer-timeout", "--perf-output",
-        "--perf-output-path", "--profile-models", "--reload-model-disable", "--request-rate",
-        "--request-rate-search-enable", "--run-config-profile-models-concurrently-enable",
-        "--run-config-search-disable", "--run-config-search-max-binary-search-steps",
-        "--run-config-search-max-concurrency", "--run-config-search-max-instance-count",
-        "--run-config-search-max-model-batch-size", "--run-config-search-max-request-rate",
-        "--run-config-search-min-concurrency", "--run-config-search-min-instance-count",
-        "--run-config-search-min-model-batch-size", "--run-config-search-min-request-rate",
-        "--run-config-search-mode", "--server-output-fields", "--skip-detailed-reports", "--skip-summary-reports",
-        "--triton-docker-image", "--triton-docker-mounts", "--triton-docker-shm-size", "--triton-grpc-endpoint",
-        "--triton-http-endpoint", "--triton-install-path", "--triton-launch-mode", "--triton-metrics-url",
-        "--triton-output-path", "--triton-server-path", "--use-concurrency-formula", "-b", "-c", "-d", "-e", "-f",
-        "-i", "-m", "-r", "-s",
-    }),
-    # 25.01: branch r25.01
-    "25.01": frozenset({
-        "--always-report-gpu-metrics", "--batch-sizes", "--bls-composing-models", "--checkpoint-directory",
-        "--client-max-retries", "--client-protocol", "--collect-cpu-metrics", "--concurrency",
-        "--concurrency-sweep-disable", "--config-file", "--cpu-only-composing-models", "--dcgm-disable",
-        "--duration-seconds", "--early-exit-enable", "--export-path", "--filename-model-gpu",
-        "--filename-model-inference", "--filename-server-only", "--gpu-output-fields", "--gpus",
-        "--inference-output-fields", "--latency-budget", "--max-percentage-of-search-space",
-        "--min-percentage-of-search-space", "--min-throughput", "--model-repository", "--model-type",
-        "--monitoring-interval", "--num-configs-per-model", "--num-top-model-configs",
-        "--optuna-early-exit-threshold", "--optuna-max-trials", "--optuna-min-trials",
-        "--output-model-repository-path", "--override-output-model-repository", "--perf-analyzer-cpu-util",
-        "--perf-analyzer-max-auto-adjusts", "--perf-analyzer-path", "--perf-analyzer-timeout", "--perf-output",
-        "--perf-output-path", "--profile-models", "--reload-model-disable", "--request-rate",
-        "--request-rate-search-enable", "--run-config-profile-models-concurrently-enable",
-        "--run-config-search-disable", "--run-config-search-max-binary-search-steps",
-        "--run-config-search-max-concurrency", "--run-config-search-max-instance-count",
-        "--run-config-search-max-model-batch-size", "--run-config-search-max-request-rate",
-        "--run-config-search-min-concurrency", "--run-config-search-min-instance-count",
-        "--run-config-search-min-model-batch-size", "--run-config-search-min-request-rate",
-        "--run-config-search-mode", "--server-output-fields", "--skip-detailed-reports", "--skip-summary-reports",
-        "--triton-docker-image", "--triton-docker-mounts", "--triton-docker-shm-size", "--triton-grpc-endpoint",
-        "--triton-http-endpoint", "--triton-install-path", "--triton-launch-mode", "--triton-metrics-url",
-        "--triton-output-path", "--triton-server-path", "--use-concurrency-formula", "-b", "-c", "-d", "-e", "-f",
-        "-i", "-m", "-r", "-s",
-    }),
-    # 26.02: branch r26.02
-    "26.02": frozenset({
-        "--always-report-gpu-metrics", "--batch-sizes", "--bls-composing-models", "--checkpoint-directory",
-        "--client-max-retries", "--client-protocol", "--collect-cpu-metrics", "--concurrency",
-        "--concurrency-sweep-disable", "--config-file", "--cpu-only-composing-models", "--dcgm-disable",
-        "--duration-seconds", "--early-exit-enable", "--ensemble-composing-models", "--export-path",
-        "--filename-model-gpu", "--filename-model-inference", "--filename-server-only", "--gpu-output-fields",
-        "--gpus", "--inference-output-fields", "--latency-budget", "--max-percentage-of-search-space",
-        "--min-percentage-of-search-space", "--min-throughput", "--model-repository", "--model-type",
-        "--monitoring-interval", "--num-configs-per-model", "--num-top-model-configs",
-        "--optuna-early-exit-threshold", "--optuna-max-trials", "--optuna-min-trials",
-        "--output-model-repository-path", "--override-output-model-repository", "--perf-analyzer-cpu-util",
-        "--perf-analyzer-max-auto-adjusts", "--perf-analyzer-path", "--perf-analyzer-timeout", "--perf-output",
-        "--perf-output-path", "--profile-models", "--reload-model-disable", "--request-rate",
-        "--request-rate-search-enable", "--run-config-profile-models-concurrently-enable",
-        "--run-config-search-disable", "--run-config-search-max-binary-search-steps",
-        "--run-config-search-max-concurrency", "--run-config-search-max-instance-count",
-        "--run-config-search-max-model-batch-size", "--run-config-search-max-request-rate",
-        "--run-config-search-min-concurrency", "--run-config-search-min-instance-count",
-        "--run-config-search-min-model-batch-size", "--run-config-search-min-request-rate",
-        "--run-config-search-mode", "--server-output-fields", "--skip-detailed-reports", "--skip-summary-reports",
-        "--triton-docker-image", "--triton-docker-mounts", "--triton-docker-shm-size", "--triton-grpc-endpoint",
-        "--triton-http-endpoint", "--triton-install-path", "--triton-launch-mode", "--triton-metrics-url",
-        "--triton-output-path", "--triton-server-path", "--use-concurrency-formula", "-b", "-c", "-d", "-e", "-f",
-        "-i", "-m", "-r", "-s",
-    }),
 }
+# branch r24.10: what it added
+MODEL_ANALYZER_PROFILE["24.10"] = MODEL_ANALYZER_PROFILE["24.05"] | {
+    "--concurrency-sweep-disable", "--max-percentage-of-search-space", "--min-percentage-of-search-space",
+    "--optuna-early-exit-threshold", "--optuna-max-trials", "--optuna-min-trials", "--use-concurrency-formula",
+}
+MODEL_ANALYZER_PROFILE["25.01"] = MODEL_ANALYZER_PROFILE["24.10"] | {"--dcgm-disable"}  # branch r25.01: what it added
+MODEL_ANALYZER_PROFILE["26.02"] = MODEL_ANALYZER_PROFILE["25.01"] | {"--ensemble-composing-models"}  # branch r26.02: what it added
 
 
 def trtexec_tables_for(tensorrt: str | None) -> list[tuple[str, frozenset[str]]]:
