@@ -130,6 +130,12 @@ def _best(variants: list[dict]) -> dict | None:
     return max(ok, key=lambda v: float(v["throughput"])) if ok else None
 
 
+def _kept(results: dict, variants: list[dict]) -> dict | None:
+    """The row notebook 14 kept (its winner rule's, `best` in its results), else the fastest stable row."""
+    return next((v for v in variants if v.get("variant") == results.get("best") and _num(v.get("throughput"))),
+                None) or _best(variants)
+
+
 def _baseline(variants: list[dict]) -> dict | None:
     """The article's configuration among 14's variants."""
     return next((v for v in variants if str(v.get("variant", "")).startswith("article baseline")
@@ -206,8 +212,11 @@ def candidates_12(rec: dict) -> list[str]:
     parity = rec["results"]["12"].get("parity_vs_baseline") or {}
     told = "; ".join(f"{k}: top-1 agreement {_f(v.get('top1_agreement'), '.2f')}, max |diff| "
                      f"{_f(v.get('max_abs_diff'), '.1e')}" for k, v in parity.items())
-    return [f"Winner: `{rec['results']['12'].get('winner', '?')}` (one measurement per candidate); "
-            f"{told or 'no parity recorded'}.", "",
+    contest = rec["results"]["12"].get("contest")
+    said = (f"Kept: `{contest['kept']}` ({contest['runs_per_finalist']} runs of each of the two fastest, in turns: "
+            f"{contest['verdict']})" if contest else
+            f"Kept: `{rec['results']['12'].get('winner', '?')}` (one measurement per candidate, no winner rule)")
+    return [f"{said}; {told or 'no parity recorded'}. A candidate's row is the median of its runs.", "",
             *table(rows, [("candidate", "variant", ""), ("infer/s", "throughput", ".0f"), ("p99 (ms)", "p99_ms", ".2f"),
                           ("stable", "stable", "")]), "", *_plots(rec, "12")]
 
@@ -229,7 +238,9 @@ def knobs_13(rec: dict) -> list[str]:
                                       ("p99 (ms)", "p99_ms", ".2f"), ("", "what", "")]), "",
             f"Best of each knob together ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
             f"infer/s, p99 {_f(best.get('p99_ms'), '.2f')} ms, {_f(best.get('vs_baseline'), '.1f')}x this run's "
-            f"baseline (one run).", "", *_plots(rec, "13")[2:]]
+            f"baseline; " + (f"against the start configuration, {best['contest']['runs_per_finalist']} runs each in "
+                             f"turns: {best['contest']['verdict']}." if best.get("contest") else "one run."),
+            "", *_plots(rec, "13")[2:]]
 
 
 def variants_14(rec: dict) -> list[str]:
@@ -240,14 +251,18 @@ def variants_14(rec: dict) -> list[str]:
     for row in rows:
         row["runs"] = _range(row)
         row["note"] = "no stable measurement" if row.get("variant") in errors else (row.get("verdict") or "")
-    best, base = _best(rows), _baseline(rows)
+    best, base = _kept(rec["results"]["14"], rows), _baseline(rows)
+    contest = rec["results"]["14"].get("variants_contest")
     lines = [f"Concurrency {', '.join(levels)}; a repeated row shows its median and range.", "",
              *table(rows, [("variant", "variant", ""), ("infer/s (median)", "throughput", ".0f"), ("runs", "runs", ""),
                            ("p99 (ms)", "p99_ms", ".2f"), ("", "note", "")])]
     if best and base:
-        lines += ["", f"Best row: {best['variant']}, {float(best['throughput']) / float(base['throughput']):.1f}x the "
-                      f"article's configuration measured in the same run (medians; best {_range(best)}, baseline "
+        lines += ["", f"Kept row: {best['variant']}, {float(best['throughput']) / float(base['throughput']):.1f}x the "
+                      f"article's configuration measured in the same run (medians; kept {_range(best)}, baseline "
                       f"{_range(base)})."]
+    if contest:
+        lines += ["", f"The winner rule ({contest['runs_per_finalist']} runs of each finalist, in turns): "
+                      f"{contest['verdict']}."]
     return [*lines, "", *(_plots_named(rec, "_variants.png") or _plots(rec, "14")[:1])]  # older: 14_plot1.png
 
 
@@ -269,6 +284,13 @@ def knee(rec: dict) -> list[str]:
     inproc = results.get("inprocess") or {}
     streams = f", {results['inprocess_streams']} stream(s)" if results.get("inprocess_streams") else ""
     lines = [f"Notebook {notebook}. Knee (p99 within the budget, throughput still rising): {_knee(results)}."]
+    if results.get("knees"):
+        lines += ["", "Every knee search (images in flight = concurrency x images per request):", "",
+                  *table(results["knees"], [("search", "search", ""), ("images/request", "images/request", ""),
+                                            ("knee c", "knee c", ".0f"), ("images in flight", "images in flight", ".0f"),
+                                            ("img/s", "throughput (img/s)", ".0f"), ("p99 (ms)", "p99 (ms)", ".2f"),
+                                            ("level above", "level above", ".0f"), ("stopped because", "stopped because", "")]),
+                  ""]
     if not results.get("knee"):
         lines.append("Without a knee there is no served rate at a batch size to set against in-process.")
     elif results.get("inprocess_comparable"):
@@ -284,9 +306,13 @@ def compare_15(rec: dict) -> list[str]:
     """Notebook 15: Model Analyzer's pick against the series' picks, measured in one run."""
     rows = need(rec, "15", "comparison")
     verdicts = rec["results"]["15"].get("verdicts") or {}
+    for row in rows:
+        row["range"] = _range({**row, "repeats": row.get("runs")})
     return [*table(rows, [("model", "model", ""), ("pick", "pick", ""), ("instances", "instances", ""),
-                          ("max batch", "max_batch_size", ""), ("infer/s", "throughput", ".0f"),
-                          ("p99 (ms)", "p99_ms", ".2f"), ("search (s)", "search_s", ".0f")]), "",
+                          ("max batch", "max_batch_size", ""), ("infer/s (median)", "throughput", ".0f"),
+                          ("runs", "range", ""), ("p99 (ms)", "p99_ms", ".2f"),
+                          ("Model Analyzer's own (infer/s)", "analyzer_throughput", ".0f"),
+                          ("search (s)", "search_s", ".0f")]), "",
             *(f"- {model}: {text}" for model, text in verdicts.items())]
 
 
@@ -297,7 +323,7 @@ def history() -> list[str]:
         meta = json.loads((folder / "recorded.json").read_text())
         rec = recording(folder)
         n14 = rec["results"].get("14") or {}
-        best, base = _best(n14.get("variants", [])), _baseline(n14.get("variants", []))
+        best, base = _kept(n14, n14.get("variants", [])), _baseline(n14.get("variants", []))
         try:
             knee_results = _holding(rec, "saturation")[1]
         except Missing:
@@ -357,13 +383,13 @@ def block_headline() -> str:
         rows = need(rec, "14", "variants")
     except Missing as missing:
         return f"(The H200 recording has no headline figure: {missing}.)"
-    best, base = _best(rows), _baseline(rows)
+    best, base = _kept(rec["results"]["14"], rows), _baseline(rows)
     if not (best and base):
-        return "(The H200 recording's notebook 14 has no stable best row and baseline to compare.)"
+        return "(The H200 recording's notebook 14 has no stable kept row and baseline to compare.)"
     return (f"In the H200 recording ([docs/benchmarks.md](docs/benchmarks.md); {recordings.label('h200', 3)}), "
-            f"notebook 14's best row at concurrency 16 served {float(best['throughput']) / float(base['throughput']):.1f}x "
-            f"the article's configuration measured in the same run (medians; the best row's runs "
-            f"{_range(best)}).")
+            f"the row notebook 14 kept at concurrency 16 ({best['variant']}) served "
+            f"{float(best['throughput']) / float(base['throughput']):.1f}x the article's configuration measured in the "
+            f"same run (medians; the kept row's runs {_range(best)}).")
 
 
 def block_ci_time() -> str:

@@ -123,8 +123,11 @@ def fake_docker(tmp_path, monkeypatch):
 # knee's logic (levels, levers, the in-process reference) is the ci world's to test
 DOCKER_NOTEBOOKS = ["03", "04", "05", "06", "07", "10", "11", "12", "13", "14", "15"]
 DOCKER_RUN_TAG = "docker-run"
-# the newest release the policy table has (not the default, 24.05): every server and container of the run must use it
-DOCKER_TAG = "26.02"
+# the newest release the policy table has (not the default, 24.05): every server and container of the run must use it.
+# CI runs this one; the other end of the table runs the same way with TUTORIAL_DOCKER_WORLD_TAG=24.05 ./tutorial test
+# tests/test_series_docker.py (every tag's commands are checked against its flag tables in every CI run:
+# test_docker_analyzer.py::test_every_docker_command_of_the_series_is_accepted_by_each_tags_binaries)
+DOCKER_TAG = os.environ.get("TUTORIAL_DOCKER_WORLD_TAG", "26.02")
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_RUNS = {"ci_run", "docker_run", "docker_series"}  # fixtures of the two executed worlds, one run each per session
 _SERIES = """import json, shutil, sys, time
