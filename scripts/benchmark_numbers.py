@@ -213,10 +213,11 @@ def candidates_12(rec: dict) -> list[str]:
     told = "; ".join(f"{k}: top-1 agreement {_f(v.get('top1_agreement'), '.2f')}, max |diff| "
                      f"{_f(v.get('max_abs_diff'), '.1e')}" for k, v in parity.items())
     contest = rec["results"]["12"].get("contest")
-    said = (f"Kept: `{contest['kept']}` ({contest['runs_per_finalist']} runs of each of the two fastest, in turns: "
-            f"{contest['verdict']})" if contest else
+    said = (f"Kept: `{contest['kept']}` (the two fastest measured {contest['runs_per_finalist']} more times each, in "
+            f"turns: {contest['verdict']})" if contest else
             f"Kept: `{rec['results']['12'].get('winner', '?')}` (one measurement per candidate, no winner rule)")
-    return [f"{said}; {told or 'no parity recorded'}. A candidate's row is the median of its runs.", "",
+    return [f"{said}; {told or 'no parity recorded'}. A candidate's row is the median of all its runs, the first "
+            "one included.", "",
             *table(rows, [("candidate", "variant", ""), ("infer/s", "throughput", ".0f"), ("p99 (ms)", "p99_ms", ".2f"),
                           ("stable", "stable", "")]), "", *_plots(rec, "12")]
 
@@ -312,7 +313,9 @@ def compare_15(rec: dict) -> list[str]:
                           ("max batch", "max_batch_size", ""), ("infer/s (median)", "throughput", ".0f"),
                           ("runs", "range", ""), ("p99 (ms)", "p99_ms", ".2f"),
                           ("Model Analyzer's own (infer/s)", "analyzer_throughput", ".0f"),
-                          ("search (s)", "search_s", ".0f")]), "",
+                          ("time (s)", "search_s", ".0f")]), "",
+            "time: Model Analyzer's search of every model it searched; for a series pick, the whole notebook that "
+            "chose it (its run.json seconds), so the two are not the same kind of time.", "",
             *(f"- {model}: {text}" for model, text in verdicts.items())]
 
 

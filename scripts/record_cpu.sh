@@ -9,7 +9,14 @@ if [ -n "$(git status --porcelain -- notebooks helpers scripts)" ]; then
   echo "record_cpu.sh: notebooks/, helpers/ or scripts/ differ from the last commit: commit them first" >&2
   exit 1
 fi
-RUN_DIR=runs/record-cpu-$(date +%Y%m%d-%H%M%S)
+STAMP=$(date +%Y%m%d-%H%M%S)
+RUN_DIR=runs/record-cpu-$STAMP
+# the recording shows what its own notebooks made (04 lists the repository it finds): models/ and build/ start empty;
+# what an earlier run left there is moved aside, not deleted
+ASIDE=runs/record-cpu-$STAMP-before
+for folder in models build; do
+  if [ -e "$folder" ]; then mkdir -p "$ASIDE" && mv "$folder" "$ASIDE/" && echo "record_cpu.sh: $folder/ moved to $ASIDE/"; fi
+done
 ./tutorial series --profile ci --run-dir "$RUN_DIR"
 .venv/bin/python scripts/record_run.py "$RUN_DIR" cpu
 .venv/bin/python scripts/benchmark_numbers.py --write
