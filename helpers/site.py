@@ -112,8 +112,12 @@ def config(pages: list[str], run_dir: Path, source: Path = SITE_SOURCE) -> Path:
 def build(run_dir: Path | None = None, out: Path = SITE) -> Path:
     """Assemble and build the site into `out`; returns its index.html."""
     run_dir = Path(run_dir).resolve() if run_dir else latest_run()
-    pages = assemble(run_dir)
-    cfg = config(pages, run_dir)
+    # the pages are assembled beside `out` when it is not the default: two builds at once (CI's two test workers)
+    # must not share one source folder, which each empties first
+    out = Path(out)
+    source = SITE_SOURCE if out.resolve() == SITE.resolve() else out.resolve().parent / f"{out.name}-src"
+    pages = assemble(run_dir, source)
+    cfg = config(pages, run_dir, source)
     # from build/: mkdocs-jupyter keeps its conversion cache (.cache/) in the working directory
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(cfg), "-d", str(Path(out).resolve())],
                           capture_output=True, text=True, cwd=cfg.parent)

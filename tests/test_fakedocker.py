@@ -188,8 +188,9 @@ def test_pid_1_without_init_drops_a_signal_it_has_no_handler_for():
     spec = importlib.util.spec_from_file_location("fake_docker", FAKE / "fake_docker.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    # as the test docker starts a container's process: signals at their default (an xdist worker ignores SIGINT)
     python = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, text=True, preexec_fn=module._default_signals)
     try:
         python.stdout.readline()
         assert module._caught(python.pid, signal.SIGINT) and not module._caught(python.pid, signal.SIGTERM)

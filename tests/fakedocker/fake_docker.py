@@ -211,6 +211,12 @@ def _running(name: str) -> bool:
     return record.exists() and _alive(int(record.read_text() or 0))
 
 
+def _default_signals() -> None:
+    """In the child, before exec: SIGINT and SIGTERM back to their default disposition."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def _caught(pid: int, number: int) -> bool:
     """Whether process `pid` has a handler for signal `number` (its SigCgt mask in /proc/PID/status)."""
     try:
@@ -252,7 +258,9 @@ def _start(opts: dict, argv: list[str], env: dict[str, str], cwd: str | None = N
     before = _tree(mounts)
     if not as_root:  # the user's own process: the user's view of root's files applies (userfs/sitecustomize.py)
         env = {k: v for k, v in env.items() if k != "FAKE_DOCKER_DAEMON"}
-    child = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True)
+    # a container's PID 1 starts with every signal at its default, whatever the docker CLI's caller ignored (an
+    # xdist worker ignores SIGINT, and an ignored signal is inherited, so Python would not install its handler)
+    child = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True, preexec_fn=_default_signals)
     if opts["name"]:
         (STATE / "containers").mkdir(parents=True, exist_ok=True)
         _record(opts["name"]).write_text(str(child.pid))
