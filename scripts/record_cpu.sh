@@ -17,6 +17,8 @@ ASIDE=runs/record-cpu-$STAMP-before
 for folder in models build; do
   if [ -e "$folder" ]; then mkdir -p "$ASIDE" && mv "$folder" "$ASIDE/" && echo "record_cpu.sh: $folder/ moved to $ASIDE/"; fi
 done
+tracked=$(git ls-files models build)  # the repository's own files there (models/README.md) come back
+[ -z "$tracked" ] || git checkout -- $tracked
 ./tutorial series --profile ci --run-dir "$RUN_DIR"
 .venv/bin/python scripts/record_run.py "$RUN_DIR" cpu
 .venv/bin/python scripts/benchmark_numbers.py --write
