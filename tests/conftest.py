@@ -151,6 +151,9 @@ finally:
     status_file.write_text(str(status))
 """
 _interrupted = False
+# pytest-timeout's limit (pyproject.toml: 900 s a test) for the tests that execute or wait for an executed run: the ci
+# run took 770-904 s of setup on CI's 2 cores beside the docker world and the other worker (2026-12-03)
+RUN_TIMEOUT_S = 2400
 DOCKER_WORLD_NICE = ["nice", "-n", "5"] if shutil.which("nice") else []
 
 
@@ -169,6 +172,8 @@ def pytest_collection_modifyitems(session, config, items):
     readers = [item for item in items if SHARED_RUNS & set(item.fixturenames)]
     early = [item for item in items if "ci_run_through" in item.fixturenames]  # last: the other worker's, mid-run
     items[:] = readers + [item for item in items if item not in readers and item not in early] + early
+    for item in readers + early:  # they may execute or wait for a whole run: slower is longer, never a timeout
+        item.add_marker(pytest.mark.timeout(RUN_TIMEOUT_S))
 
 
 def shared_dir(tmp_path_factory) -> Path:
