@@ -39,73 +39,14 @@ TRITONSERVER = {
         "strict-model-config", "strict-readiness", "trace-config", "trace-count", "trace-file", "trace-level",
         "trace-log-frequency", "trace-rate", "vertex-ai-default-model", "vertex-ai-port", "vertex-ai-thread-count",
     }),
-    # 24.10: triton-inference-server/server v2.51.0, src/command_line_parser.cc
-    "24.10": frozenset({
-        "allow-cpu-metrics", "allow-gpu-metrics", "allow-grpc", "allow-http", "allow-metrics", "allow-sagemaker",
-        "allow-vertex-ai", "backend-config", "backend-directory", "buffer-manager-thread-count", "cache-config",
-        "cache-directory", "cuda-memory-pool-byte-size", "cuda-virtual-address-size", "disable-auto-complete-config",
-        "enable-peer-access", "exit-on-error", "exit-timeout-secs", "grpc-address", "grpc-header-forward-pattern",
-        "grpc-http2-max-ping-strikes", "grpc-http2-max-pings-without-data",
-        "grpc-http2-min-recv-ping-interval-without-data", "grpc-infer-allocation-pool-size",
-        "grpc-infer-response-compression-level", "grpc-keepalive-permit-without-calls", "grpc-keepalive-time",
-        "grpc-keepalive-timeout", "grpc-max-connection-age", "grpc-max-connection-age-grace", "grpc-port",
-        "grpc-restricted-protocol", "grpc-root-cert", "grpc-server-cert", "grpc-server-key", "grpc-use-ssl",
-        "grpc-use-ssl-mutual", "help", "host-policy", "http-address", "http-header-forward-pattern", "http-port",
-        "http-restricted-api", "http-thread-count", "id", "load-model", "log-error", "log-file", "log-format",
-        "log-info", "log-verbose", "log-warning", "metrics-address", "metrics-config", "metrics-interval-ms",
-        "metrics-port", "min-supported-compute-capability", "model-config-name", "model-control-mode",
-        "model-load-gpu-limit", "model-load-retry-count", "model-load-thread-count", "model-namespacing",
-        "model-repository", "model-store", "pinned-memory-pool-byte-size", "rate-limit", "rate-limit-resource",
-        "repoagent-directory", "repository-poll-secs", "response-cache-byte-size", "reuse-grpc-port",
-        "reuse-http-port", "sagemaker-port", "sagemaker-safe-port-range", "sagemaker-thread-count",
-        "strict-model-config", "strict-readiness", "trace-config", "trace-count", "trace-file", "trace-level",
-        "trace-log-frequency", "trace-rate", "vertex-ai-default-model", "vertex-ai-port", "vertex-ai-thread-count",
-    }),
-    # 25.01: triton-inference-server/server v2.54.0, src/command_line_parser.cc
-    "25.01": frozenset({
-        "allow-cpu-metrics", "allow-gpu-metrics", "allow-grpc", "allow-http", "allow-metrics", "allow-sagemaker",
-        "allow-vertex-ai", "backend-config", "backend-directory", "buffer-manager-thread-count", "cache-config",
-        "cache-directory", "cuda-memory-pool-byte-size", "cuda-virtual-address-size", "disable-auto-complete-config",
-        "enable-peer-access", "exit-on-error", "exit-timeout-secs", "grpc-address", "grpc-header-forward-pattern",
-        "grpc-http2-max-ping-strikes", "grpc-http2-max-pings-without-data",
-        "grpc-http2-min-recv-ping-interval-without-data", "grpc-infer-allocation-pool-size",
-        "grpc-infer-response-compression-level", "grpc-keepalive-permit-without-calls", "grpc-keepalive-time",
-        "grpc-keepalive-timeout", "grpc-max-connection-age", "grpc-max-connection-age-grace", "grpc-port",
-        "grpc-restricted-protocol", "grpc-root-cert", "grpc-server-cert", "grpc-server-key", "grpc-use-ssl",
-        "grpc-use-ssl-mutual", "help", "host-policy", "http-address", "http-header-forward-pattern", "http-port",
-        "http-restricted-api", "http-thread-count", "id", "load-model", "log-error", "log-file", "log-format",
-        "log-info", "log-verbose", "log-warning", "metrics-address", "metrics-config", "metrics-interval-ms",
-        "metrics-port", "min-supported-compute-capability", "model-config-name", "model-control-mode",
-        "model-load-gpu-limit", "model-load-retry-count", "model-load-thread-count", "model-namespacing",
-        "model-repository", "model-store", "pinned-memory-pool-byte-size", "rate-limit", "rate-limit-resource",
-        "repoagent-directory", "repository-poll-secs", "response-cache-byte-size", "reuse-grpc-port",
-        "reuse-http-port", "sagemaker-port", "sagemaker-safe-port-range", "sagemaker-thread-count",
-        "strict-model-config", "strict-readiness", "trace-config", "trace-count", "trace-file", "trace-level",
-        "trace-log-frequency", "trace-rate", "vertex-ai-default-model", "vertex-ai-port", "vertex-ai-thread-count",
-    }),
-    # 26.02: triton-inference-server/server v2.66.0, src/command_line_parser.cc
-    "26.02": frozenset({
-        "allow-cpu-metrics", "allow-gpu-metrics", "allow-grpc", "allow-http", "allow-metrics", "allow-sagemaker",
-        "allow-vertex-ai", "backend-config", "backend-directory", "buffer-manager-thread-count", "cache-config",
-        "cache-directory", "cuda-memory-pool-byte-size", "cuda-virtual-address-size", "disable-auto-complete-config",
-        "enable-peer-access", "exit-on-error", "exit-timeout-secs", "grpc-address", "grpc-header-forward-pattern",
-        "grpc-http2-max-ping-strikes", "grpc-http2-max-pings-without-data",
-        "grpc-http2-min-recv-ping-interval-without-data", "grpc-infer-allocation-pool-size",
-        "grpc-infer-response-compression-level", "grpc-infer-thread-count", "grpc-keepalive-permit-without-calls",
-        "grpc-keepalive-time", "grpc-keepalive-timeout", "grpc-max-connection-age", "grpc-max-connection-age-grace",
-        "grpc-max-response-pool-size", "grpc-port", "grpc-restricted-protocol", "grpc-root-cert", "grpc-server-cert",
-        "grpc-server-key", "grpc-use-ssl", "grpc-use-ssl-mutual", "help", "host-policy", "http-address",
-        "http-header-forward-pattern", "http-max-input-size", "http-port", "http-restricted-api",
-        "http-thread-count", "id", "load-model", "log-error", "log-file", "log-format", "log-info", "log-verbose",
-        "log-warning", "metrics-address", "metrics-config", "metrics-interval-ms", "metrics-port",
-        "min-supported-compute-capability", "model-config-name", "model-control-mode", "model-load-gpu-limit",
-        "model-load-retry-count", "model-load-thread-count", "model-namespacing", "model-repository", "model-store",
-        "pinned-memory-pool-byte-size", "rate-limit", "rate-limit-resource", "repoagent-directory",
-        "repository-poll-secs", "response-cache-byte-size", "reuse-grpc-port", "reuse-http-port", "sagemaker-port",
-        "sagemaker-safe-port-range", "sagemaker-thread-count", "strict-model-config", "strict-readiness",
-        "trace-config", "trace-count", "trace-file", "trace-level", "trace-log-frequency", "trace-rate",
-        "vertex-ai-default-model", "vertex-ai-port", "vertex-ai-thread-count",
-    }),
+}
+# 24.10: triton-inference-server/server v2.51.0, src/command_line_parser.cc: what changed since 24.05
+TRITONSERVER["24.10"] = TRITONSERVER["24.05"] | {"enable-peer-access"}
+# 25.01: triton-inference-server/server v2.54.0, src/command_line_parser.cc: the same options as 24.10
+TRITONSERVER["25.01"] = TRITONSERVER["24.10"]
+# 26.02: triton-inference-server/server v2.66.0, src/command_line_parser.cc: what changed since 25.01
+TRITONSERVER["26.02"] = TRITONSERVER["25.01"] | {
+    "grpc-infer-thread-count", "grpc-max-response-pool-size", "http-max-input-size",
 }
 PERF_ANALYZER = {
     # 24.05: triton-inference-server/client branch r24.05, src/c++/perf_analyzer/command_line_parser.cc
@@ -125,57 +66,14 @@ PERF_ANALYZER = {
         "string-length", "sync", "trace-count", "trace-level", "trace-rate", "triton-server-directory",
         "verbose-csv", "version",
     }),
-    # 24.10: triton-inference-server/perf_analyzer branch r24.10, src/command_line_parser.cc
-    "24.10": frozenset({
-        "async", "binary-search", "bls-composing-models", "collect-metrics", "concurrency-range", "data-directory",
-        "enable-mpi", "endpoint", "grpc-compression-algorithm", "input-data", "input-tensor-format",
-        "latency-threshold", "log-frequency", "max-threads", "max-trials", "measurement-interval",
-        "measurement-mode", "measurement-request-count", "metrics-interval", "metrics-url", "model-repository",
-        "model-signature-name", "num-of-sequences", "output-shared-memory-size", "output-tensor-format",
-        "percentile", "periodic-concurrency-range", "profile-export-file", "request-count", "request-distribution",
-        "request-intervals", "request-parameter", "request-period", "request-rate-range", "sequence-id-range",
-        "sequence-length", "sequence-length-variation", "serial-sequences", "service-kind", "shape", "shared-memory",
-        "ssl-grpc-certificate-chain-file", "ssl-grpc-private-key-file", "ssl-grpc-root-certifications-file",
-        "ssl-grpc-use-ssl", "ssl-https-ca-certificates-file", "ssl-https-client-certificate-file",
-        "ssl-https-client-certificate-type", "ssl-https-private-key-file", "ssl-https-private-key-type",
-        "ssl-https-verify-host", "ssl-https-verify-peer", "stability-percentage", "streaming", "string-data",
-        "string-length", "sync", "trace-count", "trace-level", "trace-rate", "triton-server-directory",
-        "verbose-csv", "version", "warmup-request-count",
-    }),
-    # 25.01: triton-inference-server/perf_analyzer branch r25.01, src/command_line_parser.cc
-    "25.01": frozenset({
-        "async", "binary-search", "bls-composing-models", "collect-metrics", "concurrency-range", "data-directory",
-        "enable-mpi", "endpoint", "grpc-compression-algorithm", "input-data", "input-tensor-format",
-        "latency-threshold", "log-frequency", "max-threads", "max-trials", "measurement-interval",
-        "measurement-mode", "measurement-request-count", "metrics-interval", "metrics-url", "model-repository",
-        "model-signature-name", "num-of-sequences", "output-shared-memory-size", "output-tensor-format",
-        "percentile", "periodic-concurrency-range", "profile-export-file", "request-count", "request-distribution",
-        "request-intervals", "request-parameter", "request-period", "request-rate-range", "schedule",
-        "sequence-id-range", "sequence-length", "sequence-length-variation", "serial-sequences", "service-kind",
-        "shape", "shared-memory", "ssl-grpc-certificate-chain-file", "ssl-grpc-private-key-file",
-        "ssl-grpc-root-certifications-file", "ssl-grpc-use-ssl", "ssl-https-ca-certificates-file",
-        "ssl-https-client-certificate-file", "ssl-https-client-certificate-type", "ssl-https-private-key-file",
-        "ssl-https-private-key-type", "ssl-https-verify-host", "ssl-https-verify-peer", "stability-percentage",
-        "streaming", "string-data", "string-length", "sync", "trace-count", "trace-level", "trace-rate",
-        "triton-server-directory", "verbose-csv", "version", "warmup-request-count",
-    }),
-    # 26.02: triton-inference-server/perf_analyzer main at 263c5f6e (2025-12-15; no r26.02 branch in the mirror read, and r25.12's table is the same), src/command_line_parser.cc
-    "26.02": frozenset({
-        "async", "binary-search", "bls-composing-models", "collect-metrics", "concurrency-range", "data-directory",
-        "enable-mpi", "endpoint", "fixed-schedule", "grpc-compression-algorithm", "grpc-method", "input-data",
-        "input-tensor-format", "latency-threshold", "log-frequency", "max-threads", "max-trials",
-        "measurement-interval", "measurement-mode", "measurement-request-count", "metrics-interval", "metrics-url",
-        "model-repository", "model-signature-name", "num-of-sequences", "output-shared-memory-size",
-        "output-tensor-format", "percentile", "periodic-concurrency-range", "profile-export-file", "request-count",
-        "request-distribution", "request-intervals", "request-parameter", "request-period", "request-rate-range",
-        "sequence-id-range", "sequence-length", "sequence-length-variation", "serial-sequences", "service-kind",
-        "session-concurrency", "shape", "shared-memory", "ssl-grpc-certificate-chain-file",
-        "ssl-grpc-private-key-file", "ssl-grpc-root-certifications-file", "ssl-grpc-use-ssl",
-        "ssl-https-ca-certificates-file", "ssl-https-client-certificate-file", "ssl-https-client-certificate-type",
-        "ssl-https-private-key-file", "ssl-https-private-key-type", "ssl-https-verify-host", "ssl-https-verify-peer",
-        "stability-percentage", "streaming", "string-data", "string-length", "sync", "trace-count", "trace-level",
-        "trace-rate", "triton-server-directory", "verbose-csv", "version", "warmup-request-count",
-    }),
+}
+# 24.10: triton-inference-server/perf_analyzer branch r24.10, src/command_line_parser.cc: what changed since 24.05
+PERF_ANALYZER["24.10"] = PERF_ANALYZER["24.05"] | {"warmup-request-count"}
+# 25.01: triton-inference-server/perf_analyzer branch r25.01, src/command_line_parser.cc: the same options as 24.10
+PERF_ANALYZER["25.01"] = PERF_ANALYZER["24.10"] | {"schedule"}
+# 26.02: triton-inference-server/perf_analyzer main at 263c5f6e (2025-12-15; no r26.02 branch in the mirror read, and r25.12's table is the same), src/command_line_parser.cc: what changed since 25.01
+PERF_ANALYZER["26.02"] = (PERF_ANALYZER["25.01"] - {"schedule"}) | {
+    "fixed-schedule", "grpc-method", "session-concurrency",
 }
 
 
