@@ -44,7 +44,9 @@ def unregister(call: Callable[[str], object], name: str, *, tries: int = 20, wai
 class Rows:
     """perf_analyzer levels against one server: count windows sized from each request's bytes, an unmeasured warm-up
     before a model's first row, each new command printed once, the server's metrics and the GPU read around it
-    (`reuse`: a level measured once already is not measured again; a repeated measurement, `times` > 1, always is)."""
+    (`reuse`: a level measured once already is not measured again; a repeated measurement, `times` > 1, always is).
+    A model's fastest request rate so far sizes the windows of its later rows with tensors in the requests
+    (perf.count_window's `rate`): measure a model through shared memory first, and its gRPC row fits the limit."""
 
     def __init__(self, server, perf_dir: str | Path, prefix: str, *, base: dict, limit_gb: float, trials: int,
                  most: int, warmup_requests: int, metrics_model: dict[str, str] | None = None, reuse: bool = False):
@@ -56,12 +58,13 @@ class Rows:
         self.reuse, self.rows = reuse, {}  # with reuse: single runs kept by what they measured, not measured twice
         self.made = 0
         self.last_gpu: gpu.Sampler | None = None
+        self.rates: dict[str, float] = {}  # model: its fastest stable requests/s so far
 
     def settings(self, model: str, nbytes: int, options: dict, trials: int | None = None) -> dict:
         """The perf_analyzer options of one row: the base, the row's own, and a count window that fits the limit."""
         through_shm = options.get("shared_memory", "none") != "none"  # nothing kept per request through shared memory
         window = perf.count_window(0 if through_shm else nbytes, trials=trials or self.trials, limit_gb=self.limit_gb,
-                                   most=self.most)
+                                   most=self.most, rate=self.rates.get(model))
         return {**self.base, **options, **window,
                 "warmup_requests": 0 if model in self.warmed else self.warmup_requests}
 
@@ -91,6 +94,9 @@ class Rows:
         seen = metrics.between(before, metrics.scrape(self.server.metrics_url), self.metrics_model.get(model, model))
         row = {"variant": label, "model": model, "bytes/request": nbytes, **row, **self.last_gpu.columns(),
                **{f"server {k}": v for k, v in seen.items()}}
+        if row["stable"]:  # perf_analyzer's throughput counts images: requests/s is that over the images per request
+            rate = row["throughput"] / settings.get("batch_size", 1)
+            self.rates[model] = max(rate, self.rates.get(model, 0.0))
         if times == 1:
             self.rows[key] = row
         return row

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import re
 import resource
@@ -359,8 +360,12 @@ def request_budget(bytes_per_request: int, limit_gb: float | None = None, share:
     return int(limit * share / (REQUEST_MARGIN * (bytes_per_request + REQUEST_FIXED_BYTES)))
 
 
+# perf_analyzer calls a level stable after its last three windows agree (--stability-percentage), so three at least
+STABLE_WINDOWS = 3
+
+
 def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None = None, most: int | None = None,
-                 least: int = 20) -> dict:
+                 least: int = 20, rate: float | None = None) -> dict:
     """perf_args keyword arguments for count windows sized so that what one level keeps fits the memory limit:
     {"measurement_request_count": N, "max_trials": trials}.
 
@@ -370,9 +375,11 @@ def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None 
     machine's rate: a window of N requests lasts N / rate seconds). A big request gives a smaller N.
     `bytes_per_request=0` means the tensor travels through shared memory (`--shared-memory system|cuda`): nothing of
     it is kept per request, so N is `most`.
-    A window is whole seconds (perf_analyzer checks the count once a second), at least one: it holds N requests or
-    more, and a row faster than N per second keeps its rate x 1 s per window; the memory guard (`watch`) stops such
-    a row and says so. Raises ValueError when the limit leaves fewer than `least` requests per window."""
+    A window is whole seconds (perf_analyzer checks the count once a second), at least one, so a row faster than N
+    requests per second keeps its rate x 1 s per window, whatever N is. `rate` (requests/s; an upper bound, such as
+    the same model's rate through shared memory, measured before) sizes that: a window then keeps rate x ceil(N /
+    rate) requests, and `trials` is lowered to the windows the limit holds. Raises ValueError when the limit leaves
+    fewer than `least` requests per window, or room for fewer than STABLE_WINDOWS windows at `rate`."""
     if trials < 1:
         raise ValueError(f"trials must be at least 1; got {trials}")
     if bytes_per_request <= 0:
@@ -381,12 +388,24 @@ def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None 
                              "requests a window may hold")
         return {"measurement_request_count": int(most), "max_trials": trials}
     limit = limit_gb or default_memory_limit_gb()
-    budget = request_budget(bytes_per_request, limit) // trials
+    total = request_budget(bytes_per_request, limit)
+    budget = total // trials
     if budget < least:
         raise ValueError(f"expected at least {least} requests per window; found {budget}: {bytes_per_request:,} bytes "
                          f"per request over {trials} trial(s) fit {budget} per window under {limit:g} GB. Send the "
                          "tensors through shared memory, lower max_trials, or raise the memory limit")
-    return {"measurement_request_count": min(budget, int(most)) if most else budget, "max_trials": trials}
+    count = min(budget, int(most)) if most else budget
+    if not rate or rate <= 0:
+        return {"measurement_request_count": count, "max_trials": trials}
+    kept = math.ceil(rate * math.ceil(count / rate))  # the requests one window holds: whole seconds at `rate`
+    fit = total // kept
+    if fit < STABLE_WINDOWS:
+        held_gb = STABLE_WINDOWS * kept * REQUEST_MARGIN * (bytes_per_request + REQUEST_FIXED_BYTES) / 2**30
+        raise ValueError(f"expected room for {STABLE_WINDOWS} count windows under 80 % of the {limit:g} GB limit; found "
+                         f"{fit}: at {rate:,.0f} requests/s a window (whole seconds, at least one) keeps about "
+                         f"{kept:,} requests of {bytes_per_request:,} bytes, and {STABLE_WINDOWS} windows hold about "
+                         f"{held_gb:.1f} GB. Send the tensors through shared memory or raise the memory limit")
+    return {"measurement_request_count": count, "max_trials": min(trials, int(fit))}
 
 
 CUDA_IPC_ISSUE = "https://github.com/triton-inference-server/server/issues/3429"

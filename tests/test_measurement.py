@@ -53,6 +53,26 @@ def test_a_count_window_is_sized_from_the_memory_limit():
     assert args[args.index("--measurement-request-count") + 1] == str(fp32["measurement_request_count"])
 
 
+def test_a_fast_rows_windows_are_sized_from_its_rate():
+    """A window lasts whole seconds, so at `rate` requests/s it keeps rate x ceil(N / rate) requests, whatever N is:
+    the trials are lowered to what the limit holds, and a row with room for fewer than three windows is refused,
+    with the rate, the bytes and the gigabytes three windows would hold."""
+    sized = perf.count_window(602_112, trials=6, limit_gb=3.5, most=2000)
+    half = sized["measurement_request_count"] / 2  # a window of N lasts two seconds at N / 2 per second: N's size
+    assert perf.count_window(602_112, trials=6, limit_gb=3.5, most=2000, rate=half) == sized
+    assert perf.count_window(602_112, trials=6, limit_gb=3.5, most=2000, rate=half + 1)["max_trials"] == 5  # more than N per window
+    total = perf.request_budget(602_112, 24)
+    fast = perf.count_window(602_112, trials=6, limit_gb=24, most=2000, rate=5000)
+    assert fast["measurement_request_count"] == 2000 and fast["max_trials"] == total // 5000 < 6
+    held = fast["max_trials"] * 5000 * (602_112 + perf.REQUEST_FIXED_BYTES) * perf.REQUEST_MARGIN
+    assert held <= 0.8 * 24 * 2**30
+    assert perf.count_window(602_112, trials=2, limit_gb=24, most=2000, rate=5000)["max_trials"] == 2  # never raised
+    with pytest.raises(ValueError, match=r"expected room for 3 count windows under 80 % of the 3.5 GB limit; found "
+                                         r"0: at 5,000 requests/s .* 5,000 requests of 602,112 bytes.*shared memory"):
+        perf.count_window(602_112, trials=6, limit_gb=3.5, most=2000, rate=5000)
+    assert perf.count_window(0, trials=6, most=2000, rate=5000)["max_trials"] == 6  # shared memory keeps nothing
+
+
 def test_the_warm_up_pass_is_the_level_itself_unmeasured(tmp_path, monkeypatch):
     monkeypatch.setattr(perf, "find_perf_analyzer", lambda: perf.PerfAnalyzer(tmp_path / "perf_analyzer", "test", {}))
     command, _ = perf.warmup_command("m", "h:1", tmp_path / "x.csv", 16, None, 200, protocol="grpc",

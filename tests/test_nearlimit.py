@@ -126,3 +126,35 @@ def test_saved_names_the_notebook_to_run_first(tmp_path):
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "14_near_the_limit.json").write_text('{"best": "x"}')
     assert nearlimit.saved(tmp_path, "14_near_the_limit") == {"best": "x"}
+
+
+def test_a_models_shared_memory_rate_sizes_the_windows_of_its_grpc_row(tmp_path, monkeypatch):
+    """Rows keeps each model's fastest stable request rate; its later row with tensors in the requests gets fewer
+    trials (whole-second windows at that rate), or is not run when three windows would pass the limit."""
+    from types import SimpleNamespace
+
+    from helpers import metrics, perf
+
+    calls = []
+
+    def level(model, url, csv, concurrency, **settings):
+        calls.append(settings)
+        return {"concurrency": concurrency, "stable": True, "throughput": 6000.0 * settings.get("batch_size", 1),
+                "p99_ms": 2.0}
+
+    monkeypatch.setattr(perf, "measure_level", level)
+    monkeypatch.setattr(metrics, "scrape", lambda url: {})
+    server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2")
+    rows = nearlimit.Rows(server, tmp_path, "t", base={}, limit_gb=24, trials=6, most=2000, warmup_requests=0)
+    fp32 = 3 * 224 * 224 * 4
+    before = rows.measure("grpc first", "other", fp32, {}, 16)  # no rate known yet: sized from the limit alone
+    assert before["stable"] and calls[-1]["max_trials"] == 6
+    rows.measure("shm", "m", fp32, {"shared_memory": "system"}, 16)
+    assert rows.rates == {"other": 6000.0, "m": 6000.0} and calls[-1]["max_trials"] == 6
+    rows.measure("grpc", "m", fp32, {}, 16)
+    assert calls[-1]["max_trials"] == perf.request_budget(fp32, 24) // 6000 < 6
+    small = nearlimit.Rows(server, tmp_path, "s", base={}, limit_gb=3.5, trials=6, most=2000, warmup_requests=0)
+    small.measure("shm", "m", fp32, {"shared_memory": "system", "batch_size": 4}, 16)
+    assert small.rates == {"m": 6000.0}  # 24,000 images/s in requests of 4
+    refused = small.measure("grpc", "m", fp32, {}, 16)
+    assert not refused["stable"] and "expected room for 3 count windows" in refused["error"] and len(calls) == 4

@@ -99,3 +99,23 @@ def test_tensorrt_steps_run_in_the_tags_images_and_fail_there_saying_so(docker_r
     assert optimized["optimized"] is None and "cannot run on this machine" in optimized["tensorrt_error"]
     assert "cannot run on this machine" in optimized["torch_tensorrt_error"] and optimized["parity_vs_baseline"] == {}
     assert not (docker_run / "models" / "resnet18_trt").exists()
+
+
+@pytest.mark.notebooks
+def test_half_day_agenda_runs_in_its_order(docker_run):
+    """docs/workshop.md's half day skips 12: 13 must then compare batching alone. The full ci run executes every
+    notebook of the agenda in the same order, 12 included; the path that differs is 13 finding no optimized model.
+    The docker world takes it: its 12 builds no engine (the test docker has no TensorRT) and removes the folder, so
+    its 13 (optimized_model "auto", as on the page) meets a repository without 12's model, as a half day's does."""
+    import re
+
+    from helpers import series
+
+    agenda = re.search(r"--profile ci --only ([\d ]+)\n", (series.ROOT / "docs" / "workshop.md").read_text()).group(1).split()
+    assert agenda[:8] == ["00", "01", "02", "03", "04", "05", "06", "07"] and "12" not in agenda
+    assert agenda == sorted(agenda) and {"10", "13"} <= set(agenda)  # 13 reads what 10 writes
+    assert "optimized_model" not in series.profile_parameters("docker-ci", "13_dynamic_batching_compare")
+    assert not (docker_run / "models" / "resnet18_trt").exists()
+    compare = _results(docker_run, "13_dynamic_batching_compare")
+    assert set(compare["at_top_concurrency"]) == {"baseline", "baseline + dynamic batching"}
+    assert "notebook 12 builds it" in compare["why"]
