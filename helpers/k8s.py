@@ -296,3 +296,41 @@ def simulate(replicas: int, per_replica_rps: float, target_rps: float, *, base_m
         free[k] = start + service
         latency[i] = (free[k] - at) * 1000.0 + base_ms
     return latency
+
+
+def warm_batch_sizes(max_batch_size: int, up_to: int | None = None) -> list[int]:
+    """Every batch size 1..max_batch_size (at most `up_to`): the sizes a dynamic batcher can form. TorchScript
+    specializes on each new shape, so a pod warmed at these sizes at load serves no request at a cold size."""
+    top = max(max_batch_size, 1) if up_to is None else min(max(max_batch_size, 1), up_to)
+    return list(range(1, top + 1))
+
+
+def config_text(config: mc.ModelConfig) -> str:
+    """A config as config.pbtxt text, its model_warmup entries after the first (which differ from it only in name
+    and batch_size) summarized in one line."""
+    brief = mc.ModelConfig()
+    brief.CopyFrom(config)
+    more = [w.batch_size for w in brief.model_warmup[1:]]
+    del brief.model_warmup[1:]
+    return repo.to_text(brief) + (f"# ... and {len(more)} more model_warmup entries like this one, batch_size "
+                                  f"{more[0]} to {more[-1]}\n" if more else "")
+
+
+def recorded_rate(table, knob: str = "transport", value: str = "gRPC") -> dict:
+    """One row of a recorded knob table (notebook 13's 13_knobs.csv) as a replica's rate: its concurrency,
+    throughput, p50 and p99, and its latency without queueing (p50_ms - queue_ms, the same row, so the same
+    transport). `stable` is False, with the row's `error`, when that row was not measured to a stable result."""
+    rows = table[(table["knob"].astype(str) == knob) & (table["value"].astype(str) == value)]
+    if len(rows) != 1:
+        values = sorted(table.loc[table["knob"].astype(str) == knob, "value"].astype(str))
+        raise ValueError(f"expected one row with knob == {knob!r} and value == {value!r}; found {len(rows)} "
+                         f"(that knob's values: {values})")
+    row = rows.iloc[0]
+    found = {"knob": knob, "value": value, "concurrency": int(row["concurrency"])}
+    measured = ("throughput", "p50_ms", "p99_ms", "queue_ms")
+    if str(row["stable"]).strip().lower() != "true" or any(row[c] != row[c] for c in measured):  # NaN != NaN
+        error = row.get("error")
+        return {**found, "stable": False,
+                "error": str(error) if error == error and error is not None else "no error recorded"}
+    return {**found, "stable": True, **{c: float(row[c]) for c in measured},
+            "base_ms": float(row["p50_ms"]) - float(row["queue_ms"])}

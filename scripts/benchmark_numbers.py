@@ -163,6 +163,12 @@ def _knee(results: dict) -> str:
     levels = [_num(r.get("concurrency")) for r in results.get("saturation", []) if _num(r.get("concurrency"))]
     top = levels and _num(knee.get("concurrency")) == max(levels)
     text = f"{_f(knee.get('throughput'))} infer/s at c={_f(knee.get('concurrency'))}"
+    row = next((r for r in results.get("saturation", []) if _num(r.get("concurrency")) == _num(knee.get("concurrency"))
+                and _num(r.get("repeats"))), None)
+    search = next((k for k in results.get("knees") or [] if _num(k.get("knee c")) == _num(knee.get("concurrency"))), None)
+    if row:  # the knee re-measured: its median and range, then the search's own single run
+        text += (f" (median of {_f(row['repeats'])} runs, {_f(row.get('throughput_min'))}-{_f(row.get('throughput_max'))}"
+                 + (f"; the search's own run: {_f(search.get('throughput (img/s)'))}" if search else "") + ")")
     return f">= {text} (the sweep's top level: no knee reached)" if top else text
 
 
@@ -191,10 +197,17 @@ def article_comparison(rec: dict) -> list[str]:
     speed = need(rec, "13", "speedup_at_top")
     inproc = rec["results"]["13"].get("served_vs_inprocess") or {}
     batch = rec["results"]["13"].get("inprocess_batch")
+    base = _num((top.get("baseline") or {}).get("throughput"))
+
+    def ratio(a, b):  # from the measured values, not from ratios the notebook rounded
+        return None if _num(a) is None or not _num(b) else _num(a) / _num(b)
+
     rows = [{"model": name, "infer/s": v.get("throughput"), "p99 (ms)": v.get("p99_ms"),
-             "x baseline": (speed.get(name) or {}).get("throughput x", 1.0 if name == "baseline" else None),
+             "x baseline": ratio(v.get("throughput"), base) if base else (speed.get(name) or {}).get("throughput x"),
              "in-process": (inproc.get(name) or {}).get("in-process (img/s)"),
-             "served / in-process": (inproc.get(name) or {}).get("served / in-process")} for name, v in top.items()]
+             "served / in-process": ratio(next((x for k, x in (inproc.get(name) or {}).items() if k.startswith("served at")),
+                                               None), (inproc.get(name) or {}).get("in-process (img/s)"))}
+            for name, v in top.items()]
     settings = rec["results"]["13"].get("settings") or {}
     return [f"The article's comparison at concurrency {_top_level(settings.get('concurrency'))} "
             f"({settings.get('protocol', '?')}, shared memory {settings.get('shared_memory', '?')}; one measurement "
@@ -222,6 +235,12 @@ def candidates_12(rec: dict) -> list[str]:
                           ("stable", "stable", "")]), "", *_plots(rec, "12")]
 
 
+def _kept_13(best: dict) -> str:
+    """What 13 kept after its winner rule: 'Kept: best settings' or 'Kept: start configuration'; older: best of each."""
+    kept = (best.get("contest") or {}).get("kept")
+    return f"Kept: {kept}" if kept else "Best of each knob together"
+
+
 def knobs_13(rec: dict) -> list[str]:
     """Notebook 13: one knob at a time, and the spread of the rows that measure the same configuration."""
     rows = need(rec, "13", "knobs")
@@ -237,7 +256,8 @@ def knobs_13(rec: dict) -> list[str]:
         row["what"] = row.get("error") and "no stable measurement" or ""
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
                                       ("p99 (ms)", "p99_ms", ".2f"), ("", "what", "")]), "",
-            f"Best of each knob together ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
+            (f"Best of each knob together: {_settings(best['best_of_each_knob'])}. " if best.get("best_of_each_knob")
+             else "") + f"{_kept_13(best)} ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
             f"infer/s, p99 {_f(best.get('p99_ms'), '.2f')} ms, {_f(best.get('vs_baseline'), '.1f')}x this run's "
             f"baseline; " + (f"against the start configuration, {best['contest']['runs_per_finalist']} runs each in "
                              f"turns: {best['contest']['verdict']}." if best.get("contest") else "one run."),

@@ -298,16 +298,19 @@ def test_every_notebook_reads_the_series_tag_and_readme_names_the_pinned_ones():
 
 
 def test_capacity_plan_divides_by_a_rate_measured_over_the_network():
-    """30. A pod behind a Service is reached over the network: 20's H200 rate is the knee of a sweep that sent the
-    tensor in every request (notebook 13, 2026-11-30), not 14's knee through CUDA shared memory. The code prints it;
-    the prose says why it is a lower bound (its knee is the top level measured)."""
+    """30, and numbers review 15: a pod behind a Service is reached over the network. 20's H200 rate is notebook 13's
+    gRPC row of the current GPU recording (the FP32 tensor in every request), and its latency without queueing is that
+    row's p50 minus its queue time: one transport, not 14's or 16's shared-memory sweeps, nor the 2026-11-30 run. The
+    prose says the row is one level, not a searched knee; the code skips the H200 plan when that row is not stable."""
     code, text = _code("20_kubernetes"), _flat(_markdown("20_kubernetes"))
-    assert "h200_14_results.json" not in code and "h200_native_sweeps.csv" in code
-    assert 'print(f"H200 knee, the FP32 tensor over gRPC' in code
-    sweep = pd.read_csv(DATA / "h200_native_sweeps.csv").query(
-        "notebook == 13 and model == 'resnet18_opt' and run == 'run1'")
-    knee = perf.best(sweep, 10.0)
-    assert int(knee["concurrency"]) == int(sweep["concurrency"].max()) and "so it is a lower bound" in text
+    for old in ("h200_native_sweeps.csv", "h200_14_saturation.csv", "h200_14_results.json", 'docs" / "data'):
+        assert old not in code, old
+    assert 'recordings.folder("h200") / "13_knobs.csv"' in code and 'knob="transport", value="gRPC"' in code
+    assert 'recordings.label("h200")' in code and "the H200 plan is skipped" in code
+    assert "one concurrency level, not a searched knee" in text and "plan is conservative" in text
+    assert "p50 minus its queue time" in text
+    knobs = pd.read_csv(ROOT / "docs" / "runs" / "h200" / "13_knobs.csv")
+    assert len(knobs.query("knob == 'transport' and value == 'gRPC'")) == 1  # the row the notebook reads
     assert "infer/s" not in text.split("## 3. A capacity plan", 1)[1].split("## 4.", 1)[0]
 
 

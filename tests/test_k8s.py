@@ -132,3 +132,43 @@ def test_the_loader_pod_fills_the_claim_the_pods_read(tmp_path):
     assert commands[0] == f"kubectl apply -f plain/01-pvc.yaml -f {files[0]}"
     assert "tar -C build/k8s/model_repository -cf - . | kubectl exec -i triton-r18-loader -- tar -xf - -C /models" in commands
     assert commands[-1] == "kubectl delete pod triton-r18-loader"
+
+
+def test_warm_up_covers_every_batch_size_the_pods_can_form():
+    """Helper review 10: a pod's batcher forms any size up to max_batch_size, so its warm-up covers 1..max_batch_size
+    (this machine's server only the sizes its batch-1 levels can form); the printed config shows the warm-up."""
+    assert k8s.warm_batch_sizes(64) == list(range(1, 65))
+    assert k8s.warm_batch_sizes(64, up_to=4) == [1, 2, 3, 4] and k8s.warm_batch_sizes(8, up_to=16)[-1] == 8
+    assert k8s.warm_batch_sizes(0) == [1]  # an unbatched model: one warm-up request
+    config = k8s.mc.ModelConfig(name="m", max_batch_size=4)
+    config.input.add(name="INPUT__0", data_type=k8s.mc.TYPE_FP32, dims=[3])
+    for size in k8s.warm_batch_sizes(4):
+        config.model_warmup.add(name=f"batch{size}", batch_size=size, count=2)
+    text = k8s.config_text(config)
+    assert text.count("model_warmup {") == 1 and 'name: "batch1"' in text
+    assert text.endswith("# ... and 3 more model_warmup entries like this one, batch_size 2 to 4\n")
+    assert len(config.model_warmup) == 4  # the config itself is not changed
+
+
+def _knobs(stable: bool):
+    import pandas as pd
+
+    row = {"knob": "transport", "value": "gRPC", "concurrency": 16, "stable": stable,
+           "throughput": 4000.0 if stable else float("nan"), "p50_ms": 4.0 if stable else float("nan"),
+           "p99_ms": 6.0 if stable else float("nan"), "queue_ms": 1.5 if stable else float("nan"),
+           "error": float("nan") if stable else "perf_analyzer passed the memory limit"}
+    return pd.DataFrame([{**row, "value": "gRPC + system shm", "stable": True, "throughput": 5000.0, "p50_ms": 3.0,
+                          "p99_ms": 5.0, "queue_ms": 1.0, "error": float("nan")}, row])
+
+
+def test_recorded_rate_reads_one_row_and_its_own_queue_free_latency():
+    """Numbers review 15: the H200's rate per replica and its latency without queueing come from one row, so one
+    transport; an unstable row gives no rate, with the row's error; a missing row is named."""
+    got = k8s.recorded_rate(_knobs(True))
+    assert got["stable"] and got["throughput"] == 4000.0 and got["concurrency"] == 16
+    assert got["base_ms"] == pytest.approx(2.5)  # p50 4.0 - queue 1.5, not the shared-memory row's p50
+    skipped = k8s.recorded_rate(_knobs(False))
+    assert not skipped["stable"] and skipped["error"] == "perf_analyzer passed the memory limit"
+    assert "throughput" not in skipped
+    with pytest.raises(ValueError, match=r"knob == 'transport' and value == 'HTTP'; found 0 .*'gRPC \+ system shm'"):
+        k8s.recorded_rate(_knobs(True), value="HTTP")
