@@ -101,6 +101,15 @@ class Rows:
             self.rows[key] = row
         return row
 
+    def measure_all(self, specs: dict[str, tuple], level: int, *, desc: str = "") -> dict[str, dict]:
+        """Every row of `specs` (label: (model, bytes per request, options)) at one level, with a progress bar:
+        shared-memory rows first, so that a model's rate there sizes the windows of its gRPC row; in `specs`' order."""
+        from tqdm.auto import tqdm
+
+        first = sorted(specs, key=lambda label: specs[label][2].get("shared_memory", "none") == "none")
+        rows = {label: self.measure(label, *specs[label], level) for label in tqdm(first, desc=desc)}
+        return {label: rows[label] for label in specs}
+
 
 def winner_rule(rows: dict[str, dict], order: Sequence[str], measure: Callable[[str], dict], *, baseline: str,
                 p99_budget_ms: float, repeats: int) -> dict | None:

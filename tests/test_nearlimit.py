@@ -158,3 +158,8 @@ def test_a_models_shared_memory_rate_sizes_the_windows_of_its_grpc_row(tmp_path,
     assert small.rates == {"m": 6000.0}  # 24,000 images/s in requests of 4
     refused = small.measure("grpc", "m", fp32, {}, 16)
     assert not refused["stable"] and "expected room for 3 count windows" in refused["error"] and len(calls) == 4
+    # measure_all: shared-memory rows first, whatever their place; the rows come back in the given order
+    order = []
+    monkeypatch.setattr(nearlimit.Rows, "measure", lambda self, label, *spec: order.append(label) or {"variant": label})
+    specs = {"a grpc": ("m", fp32, {}), "a shm": ("m", fp32, {"shared_memory": "system"}), "b grpc": ("n", fp32, {})}
+    assert list(rows.measure_all(specs, 16)) == list(specs) and order == ["a shm", "a grpc", "b grpc"]
