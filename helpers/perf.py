@@ -76,10 +76,11 @@ class MemoryLimitExceeded(RuntimeError):
     """perf_analyzer's resident memory passed the limit; it was stopped before the kernel's OOM killer could act."""
 
 
-# perf_analyzer keeps a copy of every request it sends over gRPC/HTTP until it exits (upstream issue #84), so its
-# memory grows with the requests sent, about 877 KiB per 602 KB FP32 request (REQUEST_FIXED_BYTES below); each row
+# perf_analyzer keeps a copy of every request it sends over gRPC/HTTP until the level ends (MEMORY_SOURCE; users
+# reported it as issue #84), so its memory grows with the requests a level sends, about 877 KiB per 602 KB FP32 request (REQUEST_FIXED_BYTES below); each row
 # of notebooks 11 and 14 records its peak (peak_rss_mb). Shared memory (`--shared-memory system|cuda`)
 # sends no tensor bytes.
+MEMORY_SOURCE = "https://github.com/triton-inference-server/perf_analyzer/blob/main/src/infer_context.cc"
 MEMORY_ISSUE = "https://github.com/triton-inference-server/perf_analyzer/issues/84"
 MEMORY_CAP_GB = 3.5  # sampled every 0.2 s: a run stopped here stays under 4 GB
 MEMORY_SHARE = 0.25
@@ -354,7 +355,7 @@ REQUEST_MARGIN = 1.1
 
 def request_budget(bytes_per_request: int, limit_gb: float | None = None, share: float = 0.8) -> int:
     """How many requests one perf_analyzer may send with the tensors in the requests (gRPC/HTTP, no shared memory)
-    and stay under `share` of the memory limit: it keeps what it sends until it exits (perf_analyzer #84), so its
+    and stay under `share` of the memory limit: it keeps what it sends until the level ends (MEMORY_SOURCE), so its
     memory follows the count of requests sent in the level, over all its windows."""
     limit = (limit_gb or default_memory_limit_gb()) * 2**30
     return int(limit * share / (REQUEST_MARGIN * (bytes_per_request + REQUEST_FIXED_BYTES)))
@@ -369,7 +370,7 @@ def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None 
     """perf_args keyword arguments for count windows sized so that what one level keeps fits the memory limit:
     {"measurement_request_count": N, "max_trials": trials}.
 
-    perf_analyzer keeps every request it sends over gRPC/HTTP until it exits (MEMORY_ISSUE), and a level sends about
+    perf_analyzer keeps every request it sends over gRPC/HTTP until the level ends (MEMORY_SOURCE), and a level sends about
     N x trials requests, so N is the level's request_budget (the tensor's bytes plus perf_analyzer's own per request,
     under 80 % of `limit_gb`, default default_memory_limit_gb()) divided by `trials`, capped at `most` (a slow
     machine's rate: a window of N requests lasts N / rate seconds). A big request gives a smaller N.
@@ -487,7 +488,8 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
                   f"send the tensors through shared memory (shared_memory='system', or 'cuda' with a GPU client), "
                   f"or {smaller}; perf.count_window sizes the count from the limit")
         raise MemoryLimitExceeded(f"{where}: {watched.stopped}; it keeps every request it sends over "
-                                  f"{kwargs.get('protocol', 'grpc')} ({MEMORY_ISSUE}): {remedy}")
+                                  f"{kwargs.get('protocol', 'grpc')} until the level ends ({MEMORY_SOURCE}; reported as {MEMORY_ISSUE}): "
+                                  f"{remedy}")
     if any("Failed to obtain stable measurement" in ln for ln in lines):
         longer = ("raise --measurement-request-count (longer windows) or --max-trials"
                   if "count windows" in where else "lengthen --measurement-interval or raise --max-trials")

@@ -72,7 +72,7 @@ def auto_profile() -> tuple[str | None, str]:
 
     if torch.cuda.is_available():
         return "gpu-local", f"{choice}; PyTorch sees {torch.cuda.get_device_name(0)}: GPU profile, sweeps of 4 levels"
-    return "ci", f"{choice}; no GPU: the CPU profile (short sweeps; the article's 16-level sweeps take 40+ min here)"
+    return "ci", f"{choice}; no GPU: the CPU profile (short sweeps; the article's 16-level sweeps take far longer on a CPU)"
 
 
 def expected_duration(profile: str | None) -> str:

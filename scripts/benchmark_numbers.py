@@ -78,7 +78,7 @@ def _range(row: dict, low: str = "throughput_min", high: str = "throughput_max")
     lo, hi, runs = _num(row.get(low)), _num(row.get(high)), _num(row.get("repeats"))
     if lo is None or hi is None or not runs or runs < 2:
         return "one run"
-    return f"{lo:.0f}-{hi:.0f} ({runs:.0f} runs, {(hi - lo) / hi:.0%} apart)"
+    return f"{lo:.0f}-{hi:.0f} ({runs:.0f} runs, {hi / lo - 1:.0%} apart)"
 
 
 def table(rows: list[dict], columns: list[tuple[str, str, str]]) -> list[str]:
@@ -250,10 +250,10 @@ def knobs_13(rec: dict) -> list[str]:
                                          ("queue delay (us)", "100"), ("backend parameters", "defaults"),
                                          ("transport", "gRPC + system shm")})]
     spread = [f"The rows that all measure the article's configuration served {min(same):.0f}-{max(same):.0f} "
-              f"infer/s ({(max(same) - min(same)) / max(same):.0%} apart, one run each): a knob whose row lies "
+              f"infer/s ({max(same) / min(same) - 1:.0%} apart, one run each): a knob whose row lies "
               f"inside that range did nothing this run can tell."] if len(same) >= 2 else []
     for row in rows:
-        row["what"] = row.get("error") and "no stable measurement" or ""
+        row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else "no stable measurement"
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
                                       ("p99 (ms)", "p99_ms", ".2f"), ("", "what", "")]), "",
             (f"Best of each knob together: {_settings(best['best_of_each_knob'])}. " if best.get("best_of_each_knob")
@@ -460,7 +460,7 @@ def block_workshop_times() -> str:
     half = sum(float(e["seconds"]) for n, e in runs["cpu"]["notebooks"].items() if n[:2] in ("10", "11", "13"))
     return "\n".join(["Measured notebook times (seconds), from the recordings' `run.json`:", "", *rows, "",
                       f"The half day's run time on a CPU: {keras / 60:.1f} min for 00-07, {half / 60:.1f} min for 10, "
-                      f"11 and 13; the full day adds {totals['h200'] / 60:.0f} min for {_span(runs['h200'])} on the H200.",
+                      f"11 and 13 (the recording's 13, which also compared 12's model; without it 13 does less); the full day adds {totals['h200'] / 60:.0f} min for {_span(runs['h200'])} on the H200.",
                       "", f"CPU: {recordings.label('cpu', 3)}. H200: {recordings.label('h200', 3)}."])
 
 
