@@ -73,6 +73,16 @@ def _f(value, fmt: str = ".0f") -> str:
     return "-" if number is None else format(number, fmt)
 
 
+def _contest_runs(contest: dict | None, setting: str) -> str:
+    """'4244-5359 (3 of 3 runs stable)' for one setting of a contest's recorded runs; '' when it has none."""
+    runs = [r for r in (contest or {}).get("runs") or [] if r.get("setting") == setting]
+    ok = [_num(r.get("throughput")) for r in runs if r.get("stable") in (True, "True", 1)]
+    ok = [v for v in ok if v is not None]
+    if not ok:
+        return f"no stable run of {len(runs)}" if runs else ""
+    return f"{min(ok):.0f}-{max(ok):.0f} ({len(ok)} of {len(runs)} runs stable)"
+
+
 def _range(row: dict, low: str = "throughput_min", high: str = "throughput_max") -> str:
     """'4587-7114 (3 runs)' for a repeated row, 'one run' otherwise."""
     lo, hi, runs = _num(row.get(low)), _num(row.get(high)), _num(row.get("repeats"))
@@ -186,7 +196,10 @@ def conditions(rec: dict) -> list[str]:
     gpu = f"{machine['gpu']}, driver {machine.get('driver')}" if machine.get("gpu") else "no GPU"
     return [f"`docs/runs/{world}`: {gpu}, {machine.get('cpu_cores')} CPU cores, `{run.get('profile')}` profile; "
             f"{recordings.label(world) if world in recordings.WORLDS else 'not a current recording'}.",
-            *([f"Note: {run['note']}."] if run.get("note") else []), "",
+            *([f"Note: {run['note']}."] if run.get("note") else []),
+            *(["The `ci` profile's count windows are a few requests with a loose stability check (notebooks/"
+               "profiles.yml): they check the pipeline, not speed. Its verdicts and ratios are not speed claims."]
+              if run.get("profile") == "ci" else []), "",
             *table(rows, [("notebook", "notebook", ""), ("status", "status", ""), ("seconds", "seconds", ".0f"),
                           ("commit", "commit", "")])]
 
@@ -256,11 +269,15 @@ def knobs_13(rec: dict) -> list[str]:
         row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else "no stable measurement"
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
                                       ("p99 (ms)", "p99_ms", ".2f"), ("", "what", "")]), "",
-            (f"Best of each knob together: {_settings(best['best_of_each_knob'])}. " if best.get("best_of_each_knob")
-             else "") + f"{_kept_13(best)} ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
-            f"infer/s, p99 {_f(best.get('p99_ms'), '.2f')} ms, {_f(best.get('vs_baseline'), '.1f')}x this run's "
-            f"baseline; " + (f"against the start configuration, {best['contest']['runs_per_finalist']} runs each in "
-                             f"turns: {best['contest']['verdict']}." if best.get("contest") else "one run."),
+            (f"Best of each knob together (each knob's fastest row, one run each, noise included): "
+             f"{_settings(best['best_of_each_knob'])}. " if best.get("best_of_each_knob") else "")
+            + f"{_kept_13(best)} ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
+            f"infer/s (its median stable run; with two, the lower), p99 {_f(best.get('p99_ms'), '.2f')} ms, "
+            f"{_f(best.get('vs_baseline'), '.1f')}x this run's baseline; "
+            + (f"against the start configuration, {best['contest']['runs_per_finalist']} runs each in turns: "
+               f"{best['contest']['verdict']}. Runs: " + "; ".join(
+                   f"{name} {_contest_runs(best['contest'], name)}" for name in ("start configuration", "best settings")
+                   if _contest_runs(best["contest"], name)) + "." if best.get("contest") else "one run."),
             "", *_plots(rec, "13")[2:]]
 
 
@@ -271,7 +288,9 @@ def variants_14(rec: dict) -> list[str]:
     errors = rec["results"]["14"].get("errors") or {}
     for row in rows:
         row["runs"] = _range(row)
-        row["note"] = "no stable measurement" if row.get("variant") in errors else (row.get("verdict") or "")
+        why = str(errors.get(row.get("variant"), ""))
+        row["note"] = ("stopped by the memory guard (its error says how far)" if "memory limit" in why else
+                       "no stable measurement" if why else (row.get("verdict") or ""))
     best, base = _kept(rec["results"]["14"], rows), _baseline(rows)
     contest = rec["results"]["14"].get("variants_contest")
     lines = [f"Concurrency {', '.join(levels)}; a repeated row shows its median and range.", "",
@@ -336,7 +355,19 @@ def compare_15(rec: dict) -> list[str]:
                           ("time (s)", "search_s", ".0f")]), "",
             "time: Model Analyzer's search of every model it searched; for a series pick, the whole notebook that "
             "chose it (its run.json seconds), so the two are not the same kind of time.", "",
-            *(f"- {model}: {text}" for model, text in verdicts.items())]
+            *(f"- {model}: {text}" for model, text in verdicts.items()),
+            *_thirteen_kept_note(rec)]
+
+
+def _thirteen_kept_note(rec: dict) -> list[str]:
+    """When 13 kept its start configuration without a winner, what its best settings measured in 13's contest."""
+    contest = ((rec["results"].get("13") or {}).get("best") or {}).get("contest") or {}
+    if contest.get("kept") != "start configuration" or contest.get("winner") or not _contest_runs(contest, "best settings"):
+        return []
+    return ["", f"Notebook 13's pick is its start configuration because 13's winner rule named no winner "
+                f"({contest.get('verdict')}). Its best settings measured {_contest_runs(contest, 'best settings')} "
+                f"there, in notebook 13's own server (not this one): read a win over 13's pick as a win over its "
+                f"start configuration, not over its search."]
 
 
 def history() -> list[str]:
@@ -412,7 +443,11 @@ def block_headline() -> str:
     return (f"In the H200 recording ([docs/benchmarks.md](docs/benchmarks.md); {recordings.label('h200', 3)}), "
             f"the row notebook 14 kept at concurrency 16 ({best['variant']}) served "
             f"{float(best['throughput']) / float(base['throughput']):.1f}x the article's configuration measured in the "
-            f"same run (medians; the kept row's runs {_range(best)}).")
+            f"same run (medians; the kept row's runs {_range(best)}, the baseline's {_range(base)}"
+            + (f"; over the runs, {float(best['throughput_min']) / float(base['throughput_max']):.1f}x to "
+               f"{float(best['throughput_max']) / float(base['throughput_min']):.1f}x"
+               if all(_num(x.get(k)) for x in (best, base) for k in ("throughput_min", "throughput_max")) else "")
+            + ").")
 
 
 def block_ci_time() -> str:

@@ -570,14 +570,20 @@ def test_two_users_of_one_engine_neither_collide_nor_take_each_others_containers
 _HOLD = """
 import os, sys, time
 from helpers import perf
-uid = int(sys.argv[2])
+lock, uid, role, ready = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 os.umask(0o077)  # a user whose files nobody else may read: the lock must still be shared
 os.setgid(uid)
 os.setuid(uid)
+if role == "second":
+    open(ready, "w").close()  # imported and about to ask for the lock: the first lets go a second later
 started = time.monotonic()
-with perf.exclusive(sys.argv[1]):
+with perf.exclusive(lock):
     print(f"held after {time.monotonic() - started:.2f}", flush=True)
-    time.sleep(float(sys.argv[3]))
+    if role == "first":  # held until the second is waiting, however long its start took on a busy machine
+        deadline = time.monotonic() + 120
+        while not os.path.exists(ready) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
 """
 
 
@@ -594,12 +600,13 @@ def test_the_load_generator_lock_is_one_for_the_machine_and_serves_every_user(tm
     lock = sticky / "perf_analyzer.lock"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     try:
-        first = subprocess.Popen([sys.executable, "-c", _HOLD, str(lock), "65534", "1.5"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env=env)
+        ready = sticky / "second-is-waiting"
+        first = subprocess.Popen([sys.executable, "-c", _HOLD, str(lock), "65534", "first", str(ready)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         assert first.stdout.readline().startswith("held"), first.stderr.read()
-        second = subprocess.run([sys.executable, "-c", _HOLD, str(lock), "65533", "0"], capture_output=True,
-                                text=True, env=env, timeout=60)
-        first.wait(30)
+        second = subprocess.run([sys.executable, "-c", _HOLD, str(lock), "65533", "second", str(ready)],
+                                capture_output=True, text=True, env=env, timeout=180)
+        first.wait(180)
         assert second.returncode == 0, second.stderr
         assert float(second.stdout.split()[-1]) > 0.5, "the second user did not wait for the first"
         assert lock.stat().st_uid == 65534 and lock.stat().st_mode & 0o777 == 0o644
