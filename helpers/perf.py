@@ -77,9 +77,9 @@ class MemoryLimitExceeded(RuntimeError):
 
 
 # perf_analyzer keeps a copy of every request it sends over gRPC/HTTP until the level ends (MEMORY_SOURCE; users
-# reported it as issue #84), so its memory grows with the requests a level sends, about 877 KiB per 602 KB FP32 request (REQUEST_FIXED_BYTES below); each row
-# of notebooks 11 and 14 records its peak (peak_rss_mb). Shared memory (`--shared-memory system|cuda`)
-# sends no tensor bytes.
+# reported it as issue #84), so its memory grows with the requests a level sends, about 877 KiB per 602 KB FP32
+# request (REQUEST_FIXED_BYTES below); each row of notebooks 11 and 14 records its peak (peak_rss_mb). Shared memory
+# (`--shared-memory system|cuda`) sends no tensor bytes.
 MEMORY_SOURCE = "https://github.com/triton-inference-server/perf_analyzer/blob/main/src/infer_context.cc"
 MEMORY_ISSUE = "https://github.com/triton-inference-server/perf_analyzer/issues/84"
 MEMORY_CAP_GB = 3.5  # sampled every 0.2 s: a run stopped here stays under 4 GB

@@ -290,7 +290,9 @@ def variants_14(rec: dict) -> list[str]:
         row["runs"] = _range(row)
         why = str(errors.get(row.get("variant"), ""))
         row["note"] = ("stopped by the memory guard (its error says how far)" if "memory limit" in why else
-                       "no stable measurement" if why else (row.get("verdict") or ""))
+                       "no stable measurement" if why else
+                       "; ".join(filter(None, [row.get("verdict"), "3 windows after a memory-guard stop"
+                                               if row.get("memory_retry") else ""])))
     best, base = _kept(rec["results"]["14"], rows), _baseline(rows)
     contest = rec["results"]["14"].get("variants_contest")
     lines = [f"Concurrency {', '.join(levels)}; a repeated row shows its median and range.", "",
@@ -312,7 +314,8 @@ def levers(rec: dict) -> list[str]:
     rows = results["levers"]
     for row in rows:
         row["runs"] = _range(row)
-    return [f"Notebook {notebook}, at the images in flight of 14's comparison.", "", *table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
+    return [f"Notebook {notebook}, at the images in flight of 14's comparison.", "",
+            *table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
                           ("p99 (ms)", "p99_ms", ".2f"), ("x batch-1 row", "x batch-1", ".2f"),
                           ("server batch", "server avg_batch", ".1f")]), "",
             "A lever measured once, or whose range overlaps the batch-1 row's, shows no gain this run can tell."]
@@ -495,7 +498,8 @@ def block_workshop_times() -> str:
     half = sum(float(e["seconds"]) for n, e in runs["cpu"]["notebooks"].items() if n[:2] in ("10", "11", "13"))
     return "\n".join(["Measured notebook times (seconds), from the recordings' `run.json`:", "", *rows, "",
                       f"The half day's run time on a CPU: {keras / 60:.1f} min for 00-07, {half / 60:.1f} min for 10, "
-                      f"11 and 13 (the recording's 13, which also compared 12's model; without it 13 does less); the full day adds {totals['h200'] / 60:.0f} min for {_span(runs['h200'])} on the H200.",
+                      f"11 and 13 (the recording's 13, which also compared 12's model; without it 13 does less); "
+                      f"the full day adds {totals['h200'] / 60:.0f} min for {_span(runs['h200'])} on the H200.",
                       "", f"CPU: {recordings.label('cpu', 3)}. H200: {recordings.label('h200', 3)}."])
 
 

@@ -163,3 +163,36 @@ def test_a_models_shared_memory_rate_sizes_the_windows_of_its_grpc_row(tmp_path,
     monkeypatch.setattr(nearlimit.Rows, "measure", lambda self, label, *spec: order.append(label) or {"variant": label})
     specs = {"a grpc": ("m", fp32, {}), "a shm": ("m", fp32, {"shared_memory": "system"}), "b grpc": ("n", fp32, {})}
     assert list(rows.measure_all(specs, 16)) == list(specs) and order == ["a shm", "a grpc", "b grpc"]
+
+
+def test_a_row_the_memory_guard_stops_is_measured_once_more_with_three_windows(tmp_path, monkeypatch, capsys):
+    """A gRPC row stopped by the memory guard runs again with --max-trials 3 and says so; one already at 3 windows,
+    or a row through shared memory, is not run again."""
+    from types import SimpleNamespace
+
+    from helpers import metrics, perf
+
+    calls = []
+
+    def level(model, url, csv, concurrency, **settings):
+        calls.append(settings)
+        if settings["max_trials"] > perf.STABLE_WINDOWS or model == "always":
+            return {"concurrency": concurrency, "stable": False, "throughput": float("nan"), "p99_ms": float("nan"),
+                    "error": "perf_analyzer passed the memory limit of 24 GB (24724 MB resident after 13 s)"}
+        return {"concurrency": concurrency, "stable": True, "throughput": 3000.0, "p99_ms": 5.0, "error": ""}
+
+    monkeypatch.setattr(perf, "measure_level", level)
+    monkeypatch.setattr(metrics, "scrape", lambda url: {})
+    server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2")
+    rows = nearlimit.Rows(server, tmp_path, "t", base={}, limit_gb=24, trials=6, most=2000, warmup_requests=100)
+    fp32 = 3 * 224 * 224 * 4
+    row = rows.measure("grpc", "m", fp32, {}, 16)
+    assert [c["max_trials"] for c in calls] == [6, 3] and calls[1]["warmup_requests"] == 0
+    assert row["stable"] and row["throughput"] == 3000.0 and "max-trials 3" in row["memory_retry"]
+    assert "measured once more with 3" in capsys.readouterr().out
+    calls.clear()
+    shm = rows.measure("shm", "other", fp32, {"shared_memory": "system"}, 16)
+    assert [c["max_trials"] for c in calls] == [6] and not shm["stable"] and "memory_retry" not in shm
+    calls.clear()
+    again = rows.measure("grpc", "always", fp32, {}, 16)
+    assert [c["max_trials"] for c in calls] == [6, 3] and not again["stable"] and "memory limit" in again["error"]
