@@ -379,8 +379,10 @@ def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None 
     A window is whole seconds (perf_analyzer checks the count once a second), at least one, so a row faster than N
     requests per second keeps its rate x 1 s per window, whatever N is. `rate` (requests/s; an upper bound, such as
     the same model's rate through shared memory, measured before) sizes that: a window then keeps rate x ceil(N /
-    rate) requests, and `trials` is lowered to the windows the limit holds. Raises ValueError when the limit leaves
-    fewer than `least` requests per window, or room for fewer than STABLE_WINDOWS windows at `rate`."""
+    rate) requests, and `trials` is lowered to the windows the limit holds. A row slower than `rate` has longer
+    windows, which can keep up to N + its rate: the memory guard stops such a row (nearlimit.Rows retries it once).
+    Raises ValueError when the limit leaves fewer than `least` requests per window, or room for fewer than
+    STABLE_WINDOWS windows at `rate`."""
     if trials < 1:
         raise ValueError(f"trials must be at least 1; got {trials}")
     if bytes_per_request <= 0:
@@ -482,8 +484,8 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
              f"{kwargs.get('max_trials', 10)} of them)")
     if watched.stopped:
         transport = kwargs.get("shared_memory", "none")
-        smaller = ("lower --measurement-request-count or --max-trials (a window also lasts at least one second, so a "
-                   "fast row keeps a second of requests per window)")
+        smaller = ("lower --measurement-request-count or --max-trials (a window ends only on a whole second, so it keeps "
+                   "up to a second of requests more than the count)")
         remedy = (f"{smaller}, or raise memory_limit_gb" if transport != "none" else
                   f"send the tensors through shared memory (shared_memory='system', or 'cuda' with a GPU client), "
                   f"or {smaller}; perf.count_window sizes the count from the limit")

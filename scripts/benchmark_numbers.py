@@ -357,7 +357,8 @@ def compare_15(rec: dict) -> list[str]:
                           ("Model Analyzer's own (infer/s)", "analyzer_throughput", ".0f"),
                           ("time (s)", "search_s", ".0f")]), "",
             "time: Model Analyzer's search of every model it searched; for a series pick, the whole notebook that "
-            "chose it (its run.json seconds), so the two are not the same kind of time.", "",
+            "chose it (papermill's duration, from that notebook's executed copy), so the two are not the same kind "
+            "of time.", "",
             *(f"- {model}: {text}" for model, text in verdicts.items()),
             *_thirteen_kept_note(rec)]
 
