@@ -130,7 +130,8 @@ def docker_command(tag: str, model_repository: str | Path, results_dir: str | Pa
 
 # Model Analyzer learned dcgm_disable in PR #952 (2024-12-20), first in the SDK image of 25.01 (model_analyzer branch
 # r25.01); an older one refuses the key ("dcgm_disable is not a valid yaml argument": YamlConfigValidator, r24.05)
-# and reads GPU metrics with the DCGM its SDK image installs (server Dockerfile.sdk at v2.46.0: DCGM_VERSION 3.2.6).
+# and identifies the GPUs with the DCGM its SDK image installs (server Dockerfile.sdk at v2.46.0: DCGM_VERSION 3.2.6);
+# its GPU metrics come from Triton's metrics endpoint either way (record/metrics_manager.py: RemoteMonitor).
 FIRST_TAG_WITH_DCGM_DISABLE = "25.01"
 
 
@@ -141,7 +142,7 @@ def config_for_tag(config: Mapping, tag: str) -> dict:
     if tag < FIRST_TAG_WITH_DCGM_DISABLE and "dcgm_disable" in config:
         if config.pop("dcgm_disable"):
             print(f"note: the Model Analyzer of NGC {tag} has no dcgm_disable (it came with "
-                  f"{FIRST_TAG_WITH_DCGM_DISABLE}); it reads GPU metrics with its SDK image's DCGM")
+                  f"{FIRST_TAG_WITH_DCGM_DISABLE}); it identifies the GPUs with its SDK image's DCGM")
     return config
 
 

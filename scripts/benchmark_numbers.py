@@ -239,11 +239,14 @@ def candidates_12(rec: dict) -> list[str]:
     told = "; ".join(f"{k}: top-1 agreement {_f(v.get('top1_agreement'), '.2f')}, max |diff| "
                      f"{_f(v.get('max_abs_diff'), '.1e')}" for k, v in parity.items())
     contest = rec["results"]["12"].get("contest")
-    said = (f"Kept: `{contest['kept']}` (the two fastest measured {contest['runs_per_finalist']} more times each, in "
-            f"turns: {contest['verdict']})" if contest else
+    screened = len(rows) > 2  # notebook 12 screens with one run each only when there are more than two candidates
+    said = (f"Kept: `{contest['kept']}` ("
+            + (f"the two fastest measured {contest['runs_per_finalist']} more times each" if screened else
+               f"both measured {contest['runs_per_finalist']} times each")
+            + f", in turns: {contest['verdict']})" if contest else
             f"Kept: `{rec['results']['12'].get('winner', '?')}` (one measurement per candidate, no winner rule)")
-    return [f"{said}; {told or 'no parity recorded'}. A candidate's row is the median of all its runs, the first "
-            "one included.", "",
+    return [f"{said}; {told or 'no parity recorded'}. A candidate's row is the median of all its runs"
+            + (", the first one included." if screened else "."), "",
             *table(rows, [("candidate", "variant", ""), ("infer/s", "throughput", ".0f"), ("p99 (ms)", "p99_ms", ".2f"),
                           ("stable", "stable", "")]), "", *_plots(rec, "12")]
 
@@ -375,13 +378,13 @@ def _thirteen_kept_note(rec: dict) -> list[str]:
 
 
 def history() -> list[str]:
-    """One row per archived recording: date, commit, notebook 14's best at c=16 and its knee where recorded."""
+    """One row per archived recording: date, commit, notebook 14's kept row at c=16 and its knee where recorded."""
     rows = []
     for folder in sorted(ARCHIVE.iterdir()) if ARCHIVE.exists() else []:
         meta = json.loads((folder / "recorded.json").read_text())
         rec = recording(folder)
         n14 = rec["results"].get("14") or {}
-        best, base = _kept(n14, n14.get("variants", [])), _baseline(n14.get("variants", []))
+        best, base = _kept(n14, n14.get("variants", [])), _baseline(n14.get("variants", []))  # kept: winner rule
         try:
             knee_results = _holding(rec, "saturation")[1]
         except Missing:
@@ -392,11 +395,12 @@ def history() -> list[str]:
                      "knee": _knee_short(knee_results)})
     rows.sort(key=lambda r: (r["date"], r["recording"]))
     return ["Older recordings keep only their data and reports, under `docs/data/archive/<name>/`. Their code is not "
-            "today's: read them as history, not as results. Each ratio is that run's best row over its own baseline as "
-            "the run printed them. Until commit ff70ebd, a row measured by a request count printed a rate over whole "
+            "today's: read them as history, not as results. Each ratio is the row that run's notebook 14 kept (its "
+            "winner rule's pick, which a tie gives to the simpler variant; the fastest row where the run had no rule) "
+            "over its own baseline, as the run printed them. Until commit ff70ebd, a row measured by a request count printed a rate over whole "
             "seconds, so a baseline measured that way reads low and its ratio high.", "",
             *table(rows, [("date", "date", ""), ("recording", "recording", ""), ("recorded in", "commit", ""),
-                          ("14: best at c=16 (infer/s)", "best", ""), ("x its baseline", "x", ""),
+                          ("14: kept at c=16 (infer/s)", "best", ""), ("x its baseline", "x", ""),
                           ("knee", "knee", "")])]
 
 
