@@ -376,11 +376,12 @@ def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None 
     machine's rate: a window of N requests lasts N / rate seconds). A big request gives a smaller N.
     `bytes_per_request=0` means the tensor travels through shared memory (`--shared-memory system|cuda`): nothing of
     it is kept per request, so N is `most`.
-    A window is whole seconds (perf_analyzer checks the count once a second), at least one, so a row faster than N
-    requests per second keeps its rate x 1 s per window, whatever N is. `rate` (requests/s; an upper bound, such as
+    A window sleeps whole seconds until N requests are done (inference_profiler.cc), at least one, so a row faster
+    than N requests per second keeps its rate x 1 s per window, whatever N is. `rate` (requests/s; an upper bound, such as
     the same model's rate through shared memory, measured before) sizes that: a window then keeps rate x ceil(N /
-    rate) requests, and `trials` is lowered to the windows the limit holds. A row slower than `rate` has longer
-    windows, which can keep up to N + its rate: the memory guard stops such a row (nearlimit.Rows retries it once).
+    rate) requests, and `trials` is lowered to the windows the limit holds. A window also starts where the last one
+    ended, so it spans perf_analyzer's own work on the requests it collected, which is longer when they carry tensors:
+    such a row keeps more than this estimate, and the memory guard stops it (nearlimit.Rows retries it once).
     Raises ValueError when the limit leaves fewer than `least` requests per window, or room for fewer than
     STABLE_WINDOWS windows at `rate`."""
     if trials < 1:
@@ -484,8 +485,8 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
              f"{kwargs.get('max_trials', 10)} of them)")
     if watched.stopped:
         transport = kwargs.get("shared_memory", "none")
-        smaller = ("lower --measurement-request-count or --max-trials (a window ends only on a whole second, so it keeps "
-                   "up to a second of requests more than the count)")
+        smaller = ("lower --measurement-request-count or --max-trials (a window lasts at least one second, and "
+                   "longer with tensors in the requests, so it keeps more than the count)")
         remedy = (f"{smaller}, or raise memory_limit_gb" if transport != "none" else
                   f"send the tensors through shared memory (shared_memory='system', or 'cuda' with a GPU client), "
                   f"or {smaller}; perf.count_window sizes the count from the limit")
