@@ -76,8 +76,8 @@ class MemoryLimitExceeded(RuntimeError):
     """perf_analyzer's resident memory passed the limit; it was stopped before the kernel's OOM killer could act."""
 
 
-# perf_analyzer keeps a copy of every request it sends over gRPC/HTTP until the level ends (MEMORY_SOURCE; users
-# reported it as issue #84), so its memory grows with the requests a level sends, about 877 KiB per 602 KB FP32
+# perf_analyzer copies every request's inputs into the request's record (MEMORY_SOURCE) and, measured over gRPC/HTTP,
+# its memory grows with the requests a level sends (users reported the symptom as issue #84), about 877 KiB per 602 KB FP32
 # request (REQUEST_FIXED_BYTES below); each row of notebooks 11 and 14 records its peak (peak_rss_mb). Shared memory
 # (`--shared-memory system|cuda`) sends no tensor bytes.
 MEMORY_SOURCE = "https://github.com/triton-inference-server/perf_analyzer/blob/main/src/infer_context.cc"
@@ -305,7 +305,7 @@ CLI_DOC = "https://github.com/triton-inference-server/perf_analyzer/blob/main/do
 def window_args(measurement_request_count: int | None = None, measurement_interval_ms: int | None = None) -> list[str]:
     """How perf_analyzer bounds a measurement window. Count windows (the series' way, and the default here):
     `--measurement-mode count_windows --measurement-request-count N`, a window ends once N requests have completed
-    (perf_analyzer checks once a second, so a window lasts whole seconds, at least one) and its rate is the requests
+    (perf_analyzer checks once a second, so a window lasts at least a second) and its rate is the requests
     completed over the window's real duration: a window cannot be empty on a slow machine. Time windows
     (`--measurement-interval`) only when `measurement_interval_ms` is given alone (to compare the two modes)."""
     if measurement_request_count is not None and measurement_interval_ms is not None:
@@ -355,7 +355,7 @@ REQUEST_MARGIN = 1.1
 
 def request_budget(bytes_per_request: int, limit_gb: float | None = None, share: float = 0.8) -> int:
     """How many requests one perf_analyzer may send with the tensors in the requests (gRPC/HTTP, no shared memory)
-    and stay under `share` of the memory limit: it keeps what it sends until the level ends (MEMORY_SOURCE), so its
+    and stay under `share` of the memory limit: it copies each request's inputs (MEMORY_SOURCE) and, measured, its
     memory follows the count of requests sent in the level, over all its windows."""
     limit = (limit_gb or default_memory_limit_gb()) * 2**30
     return int(limit * share / (REQUEST_MARGIN * (bytes_per_request + REQUEST_FIXED_BYTES)))
@@ -370,7 +370,7 @@ def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None 
     """perf_args keyword arguments for count windows sized so that what one level keeps fits the memory limit:
     {"measurement_request_count": N, "max_trials": trials}.
 
-    perf_analyzer keeps every request it sends over gRPC/HTTP until the level ends (MEMORY_SOURCE), and a level sends about
+    perf_analyzer's memory grows with every request a level sends over gRPC/HTTP (MEMORY_SOURCE: the inputs' copy), and a level sends about
     N x trials requests, so N is the level's request_budget (the tensor's bytes plus perf_analyzer's own per request,
     under 80 % of `limit_gb`, default default_memory_limit_gb()) divided by `trials`, capped at `most` (a slow
     machine's rate: a window of N requests lasts N / rate seconds). A big request gives a smaller N.
@@ -406,7 +406,7 @@ def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None 
     if fit < STABLE_WINDOWS:
         held_gb = STABLE_WINDOWS * kept * REQUEST_MARGIN * (bytes_per_request + REQUEST_FIXED_BYTES) / 2**30
         raise ValueError(f"expected room for {STABLE_WINDOWS} count windows under 80 % of the {limit:g} GB limit; found "
-                         f"{fit}: at {rate:,.0f} requests/s a window (whole seconds, at least one) keeps about "
+                         f"{fit}: at {rate:,.0f} requests/s a window (whole seconds of sleep, at least one) keeps about "
                          f"{kept:,} requests of {bytes_per_request:,} bytes, and {STABLE_WINDOWS} windows hold about "
                          f"{held_gb:.1f} GB. Send the tensors through shared memory or raise the memory limit")
     return {"measurement_request_count": count, "max_trials": min(trials, int(fit))}
@@ -490,8 +490,9 @@ def _run_level(model: str, url: str, csv_file: Path, docker_tag: str | None, kwa
         remedy = (f"{smaller}, or raise memory_limit_gb" if transport != "none" else
                   f"send the tensors through shared memory (shared_memory='system', or 'cuda' with a GPU client), "
                   f"or {smaller}; perf.count_window sizes the count from the limit")
-        raise MemoryLimitExceeded(f"{where}: {watched.stopped}; it keeps every request it sends over "
-                                  f"{kwargs.get('protocol', 'grpc')} until the level ends ({MEMORY_SOURCE}; reported as {MEMORY_ISSUE}): "
+        raise MemoryLimitExceeded(f"{where}: {watched.stopped}; it copies the inputs of every request it sends over "
+                                  f"{kwargs.get('protocol', 'grpc')}, and its memory grows with the requests a level sends "
+                                  f"({MEMORY_SOURCE}; reported as {MEMORY_ISSUE}): "
                                   f"{remedy}")
     if any("Failed to obtain stable measurement" in ln for ln in lines):
         longer = ("raise --measurement-request-count (longer windows) or --max-trials"

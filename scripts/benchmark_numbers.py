@@ -84,7 +84,9 @@ def _contest_runs(contest: dict | None, setting: str) -> str:
 
 
 def _range(row: dict, low: str = "throughput_min", high: str = "throughput_max") -> str:
-    """'4587-7114 (3 runs)' for a repeated row, 'one run' otherwise."""
+    """'4587-7114 (3 runs)' for a repeated row, '-' for a row with no figure, 'one run' otherwise."""
+    if _num(row.get("throughput")) is None:
+        return "-"
     lo, hi, runs = _num(row.get(low)), _num(row.get(high)), _num(row.get("repeats"))
     if lo is None or hi is None or not runs or runs < 2:
         return "one run"

@@ -54,7 +54,7 @@ def test_a_count_window_is_sized_from_the_memory_limit():
 
 
 def test_a_fast_rows_windows_are_sized_from_its_rate():
-    """A window lasts whole seconds, so at `rate` requests/s it keeps rate x ceil(N / rate) requests, whatever N is:
+    """A window sleeps whole seconds, so at `rate` requests/s it keeps rate x ceil(N / rate) requests, whatever N is:
     the trials are lowered to what the limit holds, and a row with room for fewer than three windows is refused,
     with the rate, the bytes and the gigabytes three windows would hold."""
     sized = perf.count_window(602_112, trials=6, limit_gb=3.5, most=2000)
