@@ -113,6 +113,8 @@ class Rows:
             row = (perf.repeat_level(model, self.server.grpc_url, csv, level, repeats=times, **settings) if times > 1
                    else perf.measure_level(model, self.server.grpc_url, csv, level, **settings))
         seen = metrics.between(before, metrics.scrape(self.server.metrics_url), self.metrics_model.get(model, model))
+        if not row.get("stable"):  # a stopped or unstable row: what the server and the GPU saw is not a measurement of it
+            return {"variant": label, "model": model, "bytes/request": nbytes, **row}
         return {"variant": label, "model": model, "bytes/request": nbytes, **row, **self.last_gpu.columns(),
                 **{f"server {k}": v for k, v in seen.items()}}
 
@@ -151,6 +153,12 @@ def verdicts(labels: Sequence[str], result: dict | None) -> list[str]:
             for label in labels]
 
 
+def _runs(row: dict) -> int:
+    """How many runs a row's figure is the median of (1 for a single run)."""
+    repeats = row.get("repeats")
+    return 1 if repeats is None or pd.isna(repeats) else int(repeats)
+
+
 def knee_table(knees: dict[str, dict], images: dict[str, int]) -> pd.DataFrame:
     """One row per knee search (perf.find_knee's result, `images` per request): its levels, knee and why it stopped."""
     def at(found: dict, key: str, column: str, scale: int = 1):
@@ -161,6 +169,7 @@ def knee_table(knees: dict[str, dict], images: dict[str, int]) -> pd.DataFrame:
         "levels (in order)": [int(r["concurrency"]) for r in found["rows"]],
         "knee c": at(found, "knee", "concurrency"), "images in flight": at(found, "knee", "concurrency", images[label]),
         "throughput (img/s)": at(found, "knee", "throughput"), "p99 (ms)": at(found, "knee", "p99_ms"),
+        "runs at the knee": None if found["knee"] is None else _runs(found["knee"]),
         "level above": at(found, "above", "concurrency"), "stopped because": found["why"]}
         for label, found in knees.items()])
 

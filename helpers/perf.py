@@ -846,14 +846,27 @@ def knee(rows, p99_budget_ms: float, *, rising: float = RISING) -> dict:
 
 
 def find_knee(measure: Callable[[int], dict], p99_budget_ms: float, *, start: int = 1, most: int = 1024,
-              rising: float = RISING) -> dict:
+              rising: float = RISING, confirm: Callable[[int], dict] | None = None) -> dict:
     """The knee search, driving `measure(concurrency) -> row` (a dict with throughput, p99_ms, and stable False for a
     level without numbers) level by level as next_level says: knee's result plus `rows`, every level measured, in
-    the order measured."""
+    the order measured. With `confirm` (concurrency -> row, the median of several runs), the knee and the level above
+    it are measured again that way before the search ends: their rows are replaced (the single run kept as
+    `search_run`), and the search goes on where the confirmed rows move it, so one noisy window cannot set the knee."""
     rows: list[dict] = []
-    while (level := next_level(rows, p99_budget_ms, start=start, most=most, rising=rising)) is not None:
-        rows.append({**_level(measure(level)), "concurrency": level})
-    return {**knee(rows, p99_budget_ms, rising=rising), "rows": rows}
+    confirmed: set[int] = set()
+    while True:
+        while (level := next_level(rows, p99_budget_ms, start=start, most=most, rising=rising)) is not None:
+            rows.append({**_level(measure(level)), "concurrency": level})
+        found = knee(rows, p99_budget_ms, rising=rising)
+        todo = [int(r["concurrency"]) for r in (found["knee"], found["above"])
+                if confirm is not None and r is not None and int(r["concurrency"]) not in confirmed]
+        if not todo:
+            return {**found, "rows": rows}
+        for c in todo:
+            confirmed.add(c)
+            single = next(r for r in rows if int(r["concurrency"]) == c)
+            again = {**_level(confirm(c)), "concurrency": c, "search_run": single.get("throughput")}
+            rows = [again if int(r["concurrency"]) == c else r for r in rows]
 
 
 def _figure(x: float) -> str:
@@ -921,7 +934,7 @@ def contest(measure: Callable[[str], dict], names: Sequence[str], *, simpler: st
             key: str = "throughput", higher_is_better: bool = True) -> dict:
     """The winner rule run end to end: `names` measured `runs` times each in turns on one server (`alternate`),
     then `winner` on the stable runs. A setting with fewer than `runs` stable runs cannot win: it is named, and the
-    simpler setting is kept. Returns winner's dict plus "runs" (one row per measurement: name, run, the row)."""
+    simpler setting is kept, unless a setting with every run stable clears every other's stable runs (then it wins). Returns winner's dict plus "runs" (one row per measurement: name, run, the row)."""
     order: list[dict] = []
 
     def measured(name: str) -> dict:
@@ -937,6 +950,12 @@ def contest(measure: Callable[[str], dict], names: Sequence[str], *, simpler: st
     if runs < WINNER_RUNS:  # a pipeline check (CI's docker world): measured, but too few runs to name a winner
         return {"winner": None, "kept": kept, "runs": rows, "ranges": {}, "medians": {},
                 "verdict": f"{runs} run(s) each: no winner is named below {WINNER_RUNS} runs; keeping {kept}, the simpler setting"}
+    full = [name for name in names if len(samples[name]) == runs]
+    if short and full and all(samples.values()):  # a setting measured fully may still clear the short ones' stable runs
+        fair = winner(samples, higher_is_better=higher_is_better, simpler=simpler, least=1)
+        if fair["winner"] in full:
+            return {**fair, "runs": rows, "verdict": fair["verdict"] + " (stable runs: " + ", ".join(
+                f"{name} {n} of {runs}" for name, n in short.items()) + ")"}
     if short:
         return {"winner": None, "kept": kept, "runs": rows, "ranges": {}, "medians": {},
                 "verdict": "no winner: fewer stable runs than asked for (" + ", ".join(

@@ -54,8 +54,9 @@ def failure_reason(error: object, width: int = 60) -> str:
     stopped = re.search(r"passed the memory limit of ([\d.]+ GB) \((\d+) MB resident after (\d+) s\)", text)
     if stopped:
         return f"stopped by the memory guard: {stopped[2]} MB after {stopped[3]} s (limit {stopped[1]})"
-    if "no stable measurement" in text:
-        return "no stable measurement"
+    if "no stable measurement" in text:  # measured, but its windows did not agree: say how far apart they were
+        spread = re.search(r"last three windows: ([\d.,]+-[\d.,]+ infer/s \(\d+% apart\))", text)
+        return "not stable" + (f": last windows {spread[1]}" if spread else "")
     text = re.sub(r"^no concurrency level of \S+ was stable for '[^']*': ", "", text)
     text = re.sub(r"^'[^']*' at concurrency \d+: ", "", text).split(";")[0].strip() or "no result"
     return textwrap.shorten(text, width, placeholder=" ...")
@@ -71,7 +72,7 @@ def _measured(row: Mapping | pd.Series, column: str = "throughput") -> bool:
 def _placeholder(ax, y: float, reason: str) -> None:
     """A boxed note at `y` of a horizontal bar chart, with the reason its row has no bar."""
     ax.barh(y, 0, color="none")
-    ax.annotate(f"not measured: {reason}", (0, y), xycoords=("axes fraction", "data"), xytext=(4, 0),
+    ax.annotate(f"no result: {reason}", (0, y), xycoords=("axes fraction", "data"), xytext=(4, 0),
                 textcoords="offset points", va="center", ha="left", fontsize=8, color="tab:red",
                 bbox=dict(boxstyle="round,pad=0.2", facecolor="#fdecea", edgecolor="tab:red"))
 
@@ -147,7 +148,7 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
             ax.plot(bad["concurrency"], [0.02] * len(bad), "x", color=color, markersize=10, mew=2,
                     transform=ax.get_xaxis_transform(), clip_on=False)
         for _, row in bad.iterrows():
-            notes.append(f"x {label}, c={int(row['concurrency'])}: not measured: {failure_reason(row.get('error'), 80)}")
+            notes.append(f"x {label}, c={int(row['concurrency'])}: no result: {failure_reason(row.get('error'), 80)}")
     ax_t.set(xlabel=f"{x_label} (log2 scale)", ylabel="throughput (infer/s)", title="throughput")
     ax_p.set(xlabel=f"{x_label} (log2 scale)", ylabel="p99 latency (ms)", title="p99 latency")
     if p99_budget_ms is not None:
@@ -306,7 +307,7 @@ def queue_signal(signal: pd.DataFrame, threshold_us: float, p99_budget_ms: float
         ax.plot(bad["concurrency"], [0.02] * len(bad), "x", color="tab:red", markersize=10, mew=2,
                 transform=ax.get_xaxis_transform(), clip_on=False)
     if len(bad):
-        fig.text(0.01, 0.0, "\n".join(f"x c={int(r['concurrency'])}: not measured: {failure_reason(r.get('error'), 80)}"
+        fig.text(0.01, 0.0, "\n".join(f"x c={int(r['concurrency'])}: no result: {failure_reason(r.get('error'), 80)}"
                                       for _, r in bad.iterrows()), fontsize=8, color="tab:red", va="top")
     fig.tight_layout()
     return _save(fig, path)

@@ -13,6 +13,7 @@ differs from its rendering, tests/test_generated_docs.py when a measured figure 
 """
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -178,9 +179,12 @@ def _knee(results: dict) -> str:
     row = next((r for r in results.get("saturation", []) if _num(r.get("concurrency")) == _num(knee.get("concurrency"))
                 and _num(r.get("repeats"))), None)
     search = next((k for k in results.get("knees") or [] if _num(k.get("knee c")) == _num(knee.get("concurrency"))), None)
-    if row:  # the knee re-measured: its median and range, then the search's own single run
+    first = _num((row or {}).get("search_run"))
+    if first is None and search and _num(search.get("runs at the knee")) is None:  # recorded before knees were confirmed
+        first = _num(search.get("throughput (img/s)"))
+    if row:  # the knee confirmed: its median and range, then the search's own single run
         text += (f" (median of {_f(row['repeats'])} runs, {_f(row.get('throughput_min'))}-{_f(row.get('throughput_max'))}"
-                 + (f"; the search's own run: {_f(search.get('throughput (img/s)'))}" if search else "") + ")")
+                 + (f"; the search's own run: {_f(first)}" if first is not None else "") + ")")
     return f">= {text} (the sweep's top level: no knee reached)" if top else text
 
 
@@ -224,6 +228,9 @@ def article_comparison(rec: dict) -> list[str]:
                                                None), (inproc.get(name) or {}).get("in-process (img/s)"))}
             for name, v in top.items()]
     settings = rec["results"]["13"].get("settings") or {}
+    level = _num(_top_level(settings.get("concurrency", "")))
+    for row in rows:  # a row without a figure: why, from the sweep's own table (perf_analyzer's error, trimmed)
+        row["why"] = "" if _num(row["infer/s"]) is not None else _why_13(rec, row["model"], level)
     return [f"The article's comparison at concurrency {_top_level(settings.get('concurrency'))} "
             f"({settings.get('protocol', '?')}, shared memory {settings.get('shared_memory', '?')}; one measurement "
             f"per row). In-process is the same model at batch {batch} in the notebook's own process, so a model "
@@ -231,7 +238,23 @@ def article_comparison(rec: dict) -> list[str]:
             *table(rows, [("model", "model", ""), ("infer/s", "infer/s", ".0f"), ("p99 (ms)", "p99 (ms)", ".2f"),
                           ("x baseline", "x baseline", ".2f"), (f"in-process, batch {batch} (img/s)", "in-process",
                                                                 ".0f"),
-                          ("served / in-process", "served / in-process", ".0%")]), "", *_plots(rec, "13")[:2]]
+                          ("served / in-process", "served / in-process", ".0%"), ("", "why", "")]), "",
+            *[p for p in _plots(rec, "13") if "_knob_" not in p]]
+
+
+def _why_13(rec: dict, model: str, level: float | None) -> str:
+    """Why notebook 13's sweep row of `model` at `level` has no figure: its error in 13_comparison.csv, trimmed."""
+    path = rec["folder"] / "13_comparison.csv"
+    if not path.exists() or level is None:
+        return "no result (no 13_comparison.csv to say why)"
+    with path.open(newline="") as f:
+        row = next((r for r in csv.DictReader(f)
+                    if r.get("model") == model and _num(r.get("concurrency")) == level), None)
+    error = (row or {}).get("error") or ""
+    spread = re.search(r"last three windows: ([\d.,]+-[\d.,]+ infer/s \(\d+% apart\))", error)
+    if spread:
+        return f"not stable: last windows {spread[1]}"
+    return (error.split(";")[0][:120] or "no reason kept") if row else f"not measured at concurrency {level:g}"
 
 
 def candidates_12(rec: dict) -> list[str]:
@@ -267,9 +290,22 @@ def knobs_13(rec: dict) -> list[str]:
         (r["knob"], str(r["value"])) in {("instances", "1"), ("preferred batch sizes", "[8, 16]"),
                                          ("queue delay (us)", "100"), ("backend parameters", "defaults"),
                                          ("transport", "gRPC + system shm")})]
-    spread = [f"The rows that all measure the article's configuration served {min(same):.0f}-{max(same):.0f} "
-              f"infer/s ({max(same) / min(same) - 1:.0%} apart, one run each): a knob whose row lies "
-              f"inside that range did nothing this run can tell."] if len(same) >= 2 else []
+    # the sweep measured the same model and batching at its top level, in its own server: the same configuration
+    results = rec["results"]["13"]
+    at_top = results.get("at_top_concurrency") or {}
+    label = next((k for k in at_top if k.endswith("+ dynamic batching") and not k.startswith("baseline")),
+                 "baseline + dynamic batching")
+    sweep = _num((at_top.get(label) or {}).get("throughput"))
+    top = _num(_top_level((results.get("settings") or {}).get("concurrency", "")))
+    also = sweep is not None and top is not None and top == _num(best.get("concurrency"))
+    wider = [*same, sweep] if also else same
+    spread = [f"The rows that all measure the article's optimized configuration (this run's optimized model with the "
+              f"article's batching) served {min(same):.0f}-{max(same):.0f} "
+              f"infer/s ({max(same) / min(same) - 1:.0%} apart, one run each)"
+              + (f"; with the sweep's row of the same configuration at the same concurrency ({label}, {sweep:.0f} "
+                 f"infer/s, measured in the sweep's own server), {min(wider):.0f}-{max(wider):.0f} "
+                 f"({max(wider) / min(wider) - 1:.0%} apart)" if also else "")
+              + ": a knob whose row lies inside that range did nothing this run can tell."] if len(same) >= 2 else []
     for row in rows:
         row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else "no stable measurement"
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
@@ -283,7 +319,7 @@ def knobs_13(rec: dict) -> list[str]:
                f"{best['contest']['verdict']}. Runs: " + "; ".join(
                    f"{name} {_contest_runs(best['contest'], name)}" for name in ("start configuration", "best settings")
                    if _contest_runs(best["contest"], name)) + "." if best.get("contest") else "one run."),
-            "", *_plots(rec, "13")[2:]]
+            "", *[p for p in _plots(rec, "13") if "_knob_" in p]]
 
 
 def variants_14(rec: dict) -> list[str]:
@@ -305,7 +341,8 @@ def variants_14(rec: dict) -> list[str]:
                            ("p99 (ms)", "p99_ms", ".2f"), ("", "note", "")])]
     if best and base:
         lines += ["", f"Kept row: {best['variant']}, {float(best['throughput']) / float(base['throughput']):.1f}x the "
-                      f"article's configuration measured in the same run (medians; kept {_range(best)}, baseline "
+                      f"article's baseline (FP32, no batching, tensors over gRPC) measured in the same run (medians; "
+                      f"kept {_range(best)}, baseline "
                       f"{_range(base)})."]
     if contest:
         lines += ["", f"The winner rule ({contest['runs_per_finalist']} runs of each finalist, in turns): "
@@ -337,6 +374,7 @@ def knee(rec: dict) -> list[str]:
                   *table(results["knees"], [("search", "search", ""), ("images/request", "images/request", ""),
                                             ("knee c", "knee c", ".0f"), ("images in flight", "images in flight", ".0f"),
                                             ("img/s", "throughput (img/s)", ".0f"), ("p99 (ms)", "p99 (ms)", ".2f"),
+                                            ("runs at the knee", "runs at the knee", ".0f"),
                                             ("level above", "level above", ".0f"), ("stopped because", "stopped because", "")]),
                   ""]
     if not results.get("knee"):
@@ -363,7 +401,8 @@ def compare_15(rec: dict) -> list[str]:
                           ("time (s)", "search_s", ".0f")]), "",
             "time: Model Analyzer's search of every model it searched; for a series pick, the whole notebook that "
             "chose it (papermill's duration, from that notebook's executed copy), so the two are not the same kind "
-            "of time.", "",
+            "of time. Notebook 13 searched its settings on its optimized model; for resnet18_pytorch they are carried "
+            "over, not searched on it.", "",
             *(f"- {model}: {text}" for model, text in verdicts.items()),
             *_thirteen_kept_note(rec)]
 
@@ -452,8 +491,9 @@ def block_headline() -> str:
         return "(The H200 recording's notebook 14 has no stable kept row and baseline to compare.)"
     return (f"In the H200 recording ([docs/benchmarks.md](docs/benchmarks.md); {recordings.label('h200', 3)}), "
             f"the row notebook 14 kept at concurrency 16 ({best['variant']}) served "
-            f"{float(best['throughput']) / float(base['throughput']):.1f}x the article's configuration measured in the "
-            f"same run (medians; the kept row's runs {_range(best)}, the baseline's {_range(base)}"
+            f"{float(best['throughput']) / float(base['throughput']):.1f}x the article's baseline (FP32, no batching, "
+            f"tensors over gRPC) measured in the same run (medians; the kept row's runs {_range(best)}, "
+            f"the baseline's {_range(base)}"
             + (f"; over the runs, {float(best['throughput_min']) / float(base['throughput_max']):.1f}x to "
                f"{float(best['throughput_max']) / float(base['throughput_min']):.1f}x"
                if all(_num(x.get(k)) for x in (best, base) for k in ("throughput_min", "throughput_max")) else "")

@@ -352,6 +352,20 @@ def test_the_knee_search_doubles_until_p99_passes_the_budget_then_bisects_once()
     assert [r["concurrency"] for r in found["rows"]] == asked
 
 
+def test_a_confirmed_knee_search_measures_the_knee_and_the_level_above_again_and_goes_on_where_they_say():
+    single = {16: (5000, 3.0), 32: (9000, 5.0), 64: (12000, 10.7), 48: (10100, 9.4), 128: (20500, 12.5)}
+    again = {48: (15600, 4.9), 64: (17000, 6.0), 128: (20000, 12.0)}  # medians: 64 was one noisy window
+    measure, asked = _measure(single)
+    confirm, confirmed = _measure(again)
+    found = perf.find_knee(measure, 10.0, start=16, confirm=confirm)
+    assert asked == [16, 32, 64, 48, 128] and confirmed == [48, 64, 128]  # the search went on past 64 once confirmed
+    assert found["knee"]["concurrency"] == 64 and found["knee"]["throughput"] == 17000
+    assert found["knee"]["search_run"] == 12000 and found["above"]["concurrency"] == 128
+    assert "p99 12.00 ms at concurrency 128" in found["why"]
+    plain = perf.find_knee(_measure(single)[0], 10.0, start=16)  # without confirm: the noisy window sets the knee
+    assert plain["knee"]["concurrency"] == 48 and "search_run" not in plain["knee"]
+
+
 def test_the_knee_search_stops_where_throughput_stops_rising():
     flat = {16: (11000, 3.0), 32: (17000, 4.0), 64: (17300, 7.0), 48: (17100, 5.5)}  # +1.8 % at 64: not rising
     measure, asked = _measure(flat)
@@ -422,6 +436,12 @@ def test_a_contest_names_a_winner_only_beyond_noise_and_never_from_unstable_runs
                   {"stable": True, "throughput": 100}, {"stable": False, "throughput": float("nan")}])
     short = perf.contest(lambda name: next(flaky), ["simple", "fast"], simpler="simple")
     assert short["winner"] is None and short["kept"] == "simple" and "fast: 2 of 3" in short["verdict"]
+    # the simpler setting is the short one, and every run of the other clears its stable runs: the other wins
+    slow = iter([{"stable": True, "throughput": 100}, {"stable": True, "throughput": 300},
+                 {"stable": True, "throughput": 310}, {"stable": False, "throughput": float("nan")},
+                 {"stable": True, "throughput": 110}, {"stable": True, "throughput": 290}])
+    fair = perf.contest(lambda name: next(slow), ["simple", "fast"], simpler="simple")
+    assert fair["winner"] == "fast" and fair["kept"] == "fast" and "simple 2 of 3" in fair["verdict"]
 
 
 def test_a_tie_keeps_the_simplest_of_the_tied_settings_in_the_order_given():

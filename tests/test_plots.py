@@ -41,7 +41,7 @@ def _texts(fig) -> str:
 
 def _check(fig, rows: list[str], failed: list[str] = ()) -> None:
     """No overlapping tick labels; every plot at least a fifth of the figure wide (a squeezed plot crowds its ticks);
-    every row's label drawn; every failed row marked 'not measured'."""
+    every row's label drawn; every failed row marked 'no result'."""
     try:
         fig.canvas.draw()
         assert not _overlaps(fig), f"tick labels overlap: {_overlaps(fig)}"
@@ -50,7 +50,7 @@ def _check(fig, rows: list[str], failed: list[str] = ()) -> None:
         text = _texts(fig)
         for row in rows:
             assert " ".join(str(row).split()) in text, f"row {row!r} is not in the figure"
-        assert text.count("not measured") >= len(failed), f"failed rows {failed} are not all marked"
+        assert text.count("no result") >= len(failed), f"failed rows {failed} are not all marked"
     finally:
         plt.close(fig)
 
@@ -165,6 +165,10 @@ def test_failure_reason_is_short_and_names_the_cause():
     assert plots.failure_reason("perf_analyzer failed (exit 99) for model 'm'; command: ...") == \
         "perf_analyzer failed (exit 99) for model 'm'"
     assert len(plots.failure_reason("x" * 500)) <= 60
+    unstable = ("perf_analyzer found no stable measurement for 'm' at concurrency 16 (count windows of 1000 requests): "
+                "its last three windows: 2842.4-3470.7 infer/s (22% apart), average latency 4.6-5.6 ms (22% apart)")
+    assert plots.failure_reason(unstable) == "not stable: last windows 2842.4-3470.7 infer/s (22% apart)"
+    assert plots.failure_reason("no stable measurement") == "not stable"
 
 
 def test_a_sweep_without_a_knee_says_so():
