@@ -370,9 +370,10 @@ def count_window(bytes_per_request: int, *, trials: int, limit_gb: float | None 
     """perf_args keyword arguments for count windows sized so that what one level keeps fits the memory limit:
     {"measurement_request_count": N, "max_trials": trials}.
 
-    perf_analyzer's memory grows with every request a level sends over gRPC/HTTP (MEMORY_SOURCE: the inputs' copy), and a level sends about
-    N x trials requests, so N is the level's request_budget (the tensor's bytes plus perf_analyzer's own per request,
-    under 80 % of `limit_gb`, default default_memory_limit_gb()) divided by `trials`, capped at `most` (a slow
+    perf_analyzer's memory grows with every request a level sends over gRPC/HTTP (MEMORY_SOURCE: the inputs' copy),
+    and a level sends about N x trials requests, so N is the level's request_budget (the tensor's bytes plus
+    perf_analyzer's own per request, under 80 % of `limit_gb`, default default_memory_limit_gb()) divided by
+    `trials`, capped at `most` (a slow
     machine's rate: a window of N requests lasts N / rate seconds). A big request gives a smaller N.
     `bytes_per_request=0` means the tensor travels through shared memory (`--shared-memory system|cuda`): nothing of
     it is kept per request, so N is `most`.
@@ -934,7 +935,8 @@ def contest(measure: Callable[[str], dict], names: Sequence[str], *, simpler: st
             key: str = "throughput", higher_is_better: bool = True) -> dict:
     """The winner rule run end to end: `names` measured `runs` times each in turns on one server (`alternate`),
     then `winner` on the stable runs. A setting with fewer than `runs` stable runs cannot win: it is named, and the
-    simpler setting is kept, unless a setting with every run stable clears every other's stable runs (then it wins). Returns winner's dict plus "runs" (one row per measurement: name, run, the row)."""
+    simpler setting is kept, unless a setting with every run stable clears every other's stable runs (then it wins).
+    Returns winner's dict plus "runs" (one row per measurement: name, run, the row)."""
     order: list[dict] = []
 
     def measured(name: str) -> dict:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from helpers import recordings  # noqa: E402
+from helpers import plots, recordings  # noqa: E402
 
 RUNS = ROOT / "docs" / "runs"
 ARCHIVE = ROOT / "docs" / "data" / "archive"
@@ -250,11 +250,7 @@ def _why_13(rec: dict, model: str, level: float | None) -> str:
     with path.open(newline="") as f:
         row = next((r for r in csv.DictReader(f)
                     if r.get("model") == model and _num(r.get("concurrency")) == level), None)
-    error = (row or {}).get("error") or ""
-    spread = re.search(r"last three windows: ([\d.,]+-[\d.,]+ infer/s \(\d+% apart\))", error)
-    if spread:
-        return f"not stable: last windows {spread[1]}"
-    return (error.split(";")[0][:120] or "no reason kept") if row else f"not measured at concurrency {level:g}"
+    return plots.failure_reason(row.get("error"), 120) if row else f"not measured at concurrency {level:g}"
 
 
 def candidates_12(rec: dict) -> list[str]:
