@@ -131,7 +131,8 @@ class Rows:
 def winner_rule(rows: dict[str, dict], order: Sequence[str], measure: Callable[[str], dict], *, baseline: str,
                 p99_budget_ms: float, repeats: int) -> dict | None:
     """The baseline and the two fastest rows within the budget measured `repeats` times each in turns (perf.contest);
-    each finalist's row in `rows` becomes its median run. None (rows untouched) below two finalists or one repeat."""
+    each finalist's row in `rows` becomes its median run, its screening run's throughput kept as `screened`. None
+    (rows untouched) below two finalists or one repeat."""
     stable = [r for r in rows.values() if r["stable"]]
     within = [r for r in stable if r["p99_ms"] <= p99_budget_ms] or stable
     fastest = [r["variant"] for r in sorted(within, key=lambda r: -r["throughput"]) if r["variant"] != baseline][:2]
@@ -140,7 +141,9 @@ def winner_rule(rows: dict[str, dict], order: Sequence[str], measure: Callable[[
         return None
     result = perf.contest(measure, finalists, simpler=finalists, runs=repeats)
     for label in finalists:
-        rows[label] = perf.median_run([r for _, r in result["runs"][result["runs"]["setting"] == label].iterrows()])
+        screened = rows[label]["throughput"]  # the single run that made it a finalist
+        rows[label] = {**perf.median_run([r for _, r in result["runs"][result["runs"]["setting"] == label].iterrows()]),
+                       "screened": screened}
     return {**result, "finalists": finalists}
 
 
@@ -175,9 +178,11 @@ def knee_table(knees: dict[str, dict], images: dict[str, int]) -> pd.DataFrame:
 
 
 def knee_curves(knees: dict[str, dict], images: dict[str, int]) -> dict[str, pd.DataFrame]:
-    """Every search's levels on one axis of images in flight (concurrency x images per request), for plots.sweep."""
+    """Every search's levels on one axis of images in flight (concurrency x images per request), for plots.sweep;
+    each search's rows by level, not in the order searched, so that its line does not double back."""
     return {label + (f" (x {images[label]})" if images[label] > 1 else ""):
-            pd.DataFrame(found["rows"]).assign(concurrency=lambda d, k=images[label]: d["concurrency"] * k)
+            pd.DataFrame(found["rows"]).sort_values("concurrency", kind="stable").reset_index(drop=True)
+            .assign(concurrency=lambda d, k=images[label]: d["concurrency"] * k)
             for label, found in knees.items()}
 
 
@@ -196,8 +201,8 @@ def shortened(config: str, head: int = 12, tail: int = 3) -> str:
                                      "per batch size)"] + lines[-tail:])
 
 
-VARIANT_COLUMNS = ["variant", "bytes/request", "stable", "throughput", "throughput_min", "throughput_max", "p50_ms",
-                   "p99_ms", "verdict", "window_requests", "requests", "peak_rss_mb", "client_cores",
+VARIANT_COLUMNS = ["variant", "bytes/request", "stable", "throughput", "throughput_min", "throughput_max", "screened",
+                   "p50_ms", "p99_ms", "verdict", "window_requests", "requests", "peak_rss_mb", "client_cores",
                    "server avg_batch", "server queue_ms_per_request", "server compute_ms_per_request"]
 
 

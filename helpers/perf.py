@@ -9,6 +9,7 @@ import re
 import resource
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -686,21 +687,23 @@ def measure_level(model: str, url: str, csv_file: str | Path, concurrency: int, 
 
 def repeat_level(model: str, url: str, csv_file: str | Path, concurrency: int, *, repeats: int = 3,
                  **kwargs) -> dict:
-    """The same level measured `repeats` times (each a perf_analyzer of its own): the run with the median throughput,
-    with the spread beside it (`throughput_min`/`_max`, `p99_min`/`_max`, `repeats` that were stable)."""
+    """The same level measured `repeats` times (each a perf_analyzer of its own), as one row (`median_run`): the
+    median throughput, with the spread beside it (`throughput_min`/`_max`, `p99_min`/`_max`, `repeats` that were stable)."""
     csv_file = Path(csv_file)
     return median_run([measure_level(model, url, csv_file.with_name(f"{csv_file.stem}_r{i}{csv_file.suffix}"),
                                      concurrency, **kwargs) for i in range(repeats)])
 
 
 def median_run(runs: Sequence[dict]) -> dict:
-    """Several runs of one setting as one row: the stable run with the median throughput, with the spread beside it
-    (`throughput_min`/`_max`, `p99_min`/`_max`, `repeats` that were stable); the last run when none was stable."""
+    """Several runs of one setting as one row: the median throughput of the stable runs, the other columns from the
+    middle run (of an even number, the slower of the two middle ones), with the spread beside it (`throughput_min`/
+    `_max`, `p99_min`/`_max`, `repeats` that were stable); the last run when none was stable."""
     ok = sorted((r for r in runs if r.get("stable")), key=lambda r: r["throughput"])
     if not ok:
         return {**runs[-1], "repeats": 0}
-    median = ok[(len(ok) - 1) // 2]
-    return {**median, "repeats": len(ok), "throughput_min": ok[0]["throughput"], "throughput_max": ok[-1]["throughput"],
+    middle = ok[(len(ok) - 1) // 2]
+    return {**middle, "throughput": float(statistics.median(r["throughput"] for r in ok)), "repeats": len(ok),
+            "throughput_min": ok[0]["throughput"], "throughput_max": ok[-1]["throughput"],
             "p99_min": min(r["p99_ms"] for r in ok), "p99_max": max(r["p99_ms"] for r in ok)}
 
 

@@ -133,8 +133,9 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
     """Throughput and p99 latency against concurrency (log2 axis, the measured levels as ticks; `x_label` names
     what the `concurrency` column counts, e.g. images in flight), one line per model
     (perf.parse_csv tables); a level without a stable number is an x on the axis with its reason below the plot;
-    the p99 budget and the knee (a row with concurrency and throughput) are drawn when given; with `knee_sought` and
-    no knee, the plot says that no level kept p99 within the budget."""
+    the p99 budget and the knee (a row with concurrency and throughput) are drawn when given, as a lower bound when it
+    is its curve's top level (no knee reached); with `knee_sought` and no knee, the plot says that no level kept p99
+    within the budget. One legend below both plots, so that it covers no line."""
     fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 4.2))
     notes, levels = [], []
     for k, (label, df) in enumerate(results.items()):
@@ -155,9 +156,11 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
         ax_p.axhline(p99_budget_ms, color="tab:red", linestyle="--", label=f"p99 budget ({p99_budget_ms:g} ms)")
     if knee is not None:
         c, t = int(knee["concurrency"]), float(knee["throughput"])
+        top = _top_level(results, knee)
         ax_t.plot([c], [t], marker="*", markersize=16, color="tab:red", linestyle="none",
-                  label=f"knee: {t:,.0f} infer/s at c={c}")
-        ax_p.axvline(c, color="tab:red", linestyle=":", label=f"knee (c={c})")
+                  label=f">= {t:,.0f} infer/s at c={c} (top level: no knee reached)" if top
+                  else f"knee: {t:,.0f} infer/s at c={c}")
+        ax_p.axvline(c, color="tab:red", linestyle=":", label=f"top level, no knee (c={c})" if top else f"knee (c={c})")
     elif knee_sought:
         ax_t.text(0.5, 0.5, "no knee: no level kept p99 within "
                   + (f"{p99_budget_ms:g} ms" if p99_budget_ms is not None else "the budget"),
@@ -167,12 +170,29 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
         _levels_axis(ax, levels)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
     fig.suptitle(title)
-    if notes:
-        fig.text(0.01, 0.0, "\n".join(notes), fontsize=8, color="tab:red", va="top", ha="left")
     fig.tight_layout()
+    handles, labels = ax_t.get_legend_handles_labels()
+    for handle, label in zip(*ax_p.get_legend_handles_labels()):  # the budget and the knee's line; the curves once
+        if label not in labels:
+            handles, labels = [*handles, handle], [*labels, label]
+    longest = max(map(len, labels), default=0)
+    legend = fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), fontsize=8, frameon=False,
+                        ncol=max(1, min(len(labels), 3 if longest <= 45 else 2 if longest <= 90 else 1)))
+    if notes:  # below the legend
+        below = legend.get_window_extent(fig.canvas.get_renderer()).transformed(fig.transFigure.inverted()).y0
+        fig.text(0.01, below - 0.01, "\n".join(notes), fontsize=8, color="tab:red", va="top", ha="left")
     return _save(fig, path)
+
+
+def _top_level(results: Mapping[str, pd.DataFrame], knee: Mapping | pd.Series) -> bool:
+    """Whether `knee` is the highest level measured on its curve (the one with a row at its concurrency and
+    throughput; else any curve): throughput still rising and p99 within the budget there, so no knee was reached."""
+    c, t = float(knee["concurrency"]), float(knee["throughput"])
+    on = [df for df in results.values() if ((df["concurrency"].astype(float) == c)
+                                            & np.isclose(df["throughput"].astype(float), t)).any()]
+    levels = [float(x) for df in (on[:1] or results.values()) for x in df["concurrency"]]
+    return bool(levels) and c >= max(levels)
 
 
 def bars_at(results: Mapping[str, pd.DataFrame], concurrency: int, title: str, path: str | Path | None = None, *,

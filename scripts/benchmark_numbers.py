@@ -189,8 +189,22 @@ def _knee(results: dict) -> str:
 
 
 # ----------------------------------------------------------------------------------------------------- the sections
+def _window_settings(folder: Path) -> str:
+    """The count windows each recorded notebook was given (its papermill parameters), as one sentence; "" if none."""
+    given = []
+    for path in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+        p = json.loads(path.read_text()).get("metadata", {}).get("papermill", {}).get("parameters", {})
+        if "measurement_request_count" in p:
+            given.append(f"{path.stem[:2]}: {p['measurement_request_count']}, "
+                         f"{p.get('max_trials', 'the default')}, {p.get('stability_percentage', 'the default ')}%")
+    return ("perf_analyzer's count windows, as the profile gave them to each notebook (requests per window, at most "
+            "that many windows, stability): " + "; ".join(given) + ". perf_analyzer's own default stability is 10 % "
+            "([cli.md](https://github.com/triton-inference-server/perf_analyzer/blob/main/docs/cli.md))."
+            if given else "")
+
+
 def conditions(rec: dict) -> list[str]:
-    """Where and with what the recording ran: run.json."""
+    """Where and with what the recording ran: run.json, and the count windows its notebooks were given."""
     run = rec["run"]
     if not run:
         raise Missing("no run.json")
@@ -205,7 +219,8 @@ def conditions(rec: dict) -> list[str]:
             *([f"Note: {run['note']}."] if run.get("note") else []),
             *(["The `ci` profile's count windows are a few requests with a loose stability check (notebooks/"
                "profiles.yml): they check the pipeline, not speed. Its verdicts and ratios are not speed claims."]
-              if run.get("profile") == "ci" else []), "",
+              if run.get("profile") == "ci" else []),
+            *([windows] if (windows := _window_settings(rec["folder"])) else []), "",
             *table(rows, [("notebook", "notebook", ""), ("status", "status", ""), ("seconds", "seconds", ".0f"),
                           ("commit", "commit", "")])]
 
@@ -325,6 +340,8 @@ def variants_14(rec: dict) -> list[str]:
     errors = rec["results"]["14"].get("errors") or {}
     for row in rows:
         row["runs"] = _range(row)
+        if _num(row.get("screened")) is None and row["runs"] == "one run":  # a single run is its own screening run
+            row["screened"] = row.get("throughput")
         why = str(errors.get(row.get("variant"), ""))
         row["note"] = ("stopped by the memory guard (its error says how far)" if "memory limit" in why else
                        "no stable measurement" if why else
@@ -332,9 +349,11 @@ def variants_14(rec: dict) -> list[str]:
                                                if row.get("memory_retry") else ""])))
     best, base = _kept(rec["results"]["14"], rows), _baseline(rows)
     contest = rec["results"]["14"].get("variants_contest")
-    lines = [f"Concurrency {', '.join(levels)}; a repeated row shows its median and range.", "",
+    lines = [f"Concurrency {', '.join(levels)}; a repeated row shows its median and range. The screening run is each "
+             "row's first, single run: the winner rule's finalists are the baseline and the two fastest there within "
+             "the p99 budget ('-': a finalist's, not kept by recordings made before it was).", "",
              *table(rows, [("variant", "variant", ""), ("infer/s (median)", "throughput", ".0f"), ("runs", "runs", ""),
-                           ("p99 (ms)", "p99_ms", ".2f"), ("", "note", "")])]
+                           ("screening run", "screened", ".0f"), ("p99 (ms)", "p99_ms", ".2f"), ("", "note", "")])]
     if best and base:
         lines += ["", f"Kept row: {best['variant']}, {float(best['throughput']) / float(base['throughput']):.1f}x the "
                       f"article's baseline (FP32, no batching, tensors over gRPC) measured in the same run (medians; "

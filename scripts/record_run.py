@@ -8,6 +8,9 @@ commit of this repository must have those trees: the recording names that commit
 replaced whole: the executed notebooks, report*.md, run.json, results/*.json and the run's NN_*.csv and NN_*.png,
 with the machine's own paths written as a reader's (the run folder as runs/WORLD, the checkout as $PWD, binaries by
 their names). --root is the checkout the run executed from, when it is not this one (a device machine's copy).
+The recording it replaces, when it ran another commit, is kept first as docs/data/archive/WORLD-DATE-COMMIT7/: its
+report*.md, NN_*.csv and results/*.json, with recorded.json (the date of its commit, the commit); benchmarks.md's
+History lists it.
 
 The CPU world in one command (from a clean checkout): scripts/record_cpu.sh
 """
@@ -26,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 from helpers import recordings, series  # noqa: E402
 
 RUNS = ROOT / "docs" / "runs"
+ARCHIVE = ROOT / "docs" / "data" / "archive"  # older recordings' data and reports, one folder each
+ARCHIVED = ("report*.md", "[0-9][0-9]_*.csv", "results/*.json")  # what an archive folder keeps of a recording
 PROFILES = {"cpu": "ci", "h200": "gpu-local"}  # the profile each world is recorded with
 
 
@@ -77,10 +82,45 @@ def commit_of(trees: dict[str, str], root: Path = ROOT) -> str:
                    f"executed, then record")
 
 
+def archive_target(world: str, new_commit: str) -> tuple[Path, dict] | None:
+    """The archive folder and recorded.json of docs/runs/`world`, before a recording at `new_commit` replaces it; None
+    when there is no recording or it ran the same commit."""
+    run_file = RUNS / world / series.RUN_FILE
+    if not run_file.exists():
+        return None
+    old = json.loads(run_file.read_text()).get("commit")
+    if not old:
+        raise ValueError(f"{run_file} names no commit: expected the commit the recording ran, to archive it under")
+    if old == new_commit:
+        return None
+    date = (recordings.git_output("show", "-s", "--format=%cs", old) or "").strip()
+    if not date:
+        raise LookupError(f"git knows no commit {old} (named by {run_file}): expected it in the history, to date the "
+                       f"archived recording")
+    folder = ARCHIVE / f"{world}-{date}-{old[:7]}"
+    if folder.exists():
+        raise FileExistsError(f"{folder} exists: expected a new archive folder for the recording at {old[:7]}; move "
+                              f"the one there aside first")
+    note = f"docs/runs/{world} as recorded at {old[:7]}, replaced by the recording at {new_commit[:7]}"
+    return folder, {"date": date, "commit": old, "note": note}
+
+
+def archive(world: str, folder: Path, recorded: dict) -> list[Path]:
+    """Copy docs/runs/`world`'s data and reports (ARCHIVED) to `folder`, with `recorded` as recorded.json; returns
+    the files written."""
+    source = RUNS / world
+    folder.mkdir(parents=True)
+    for path in sorted(p for pattern in ARCHIVED for p in source.glob(pattern)):
+        (folder / path.relative_to(source)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, folder / path.relative_to(source))
+    (folder / "recorded.json").write_text(json.dumps(recorded, indent=2) + "\n")
+    return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
 def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra: list[tuple[str, str]] | None = None,
            bin_dirs: list[Path] | None = None) -> list[Path]:
     """Replace docs/runs/`world` with the run: its notebooks (rewritten), reports, results, tables, plots and
-    run.json (with the commit); returns the files written."""
+    run.json (with the commit), after archiving the recording it replaces; returns the files written."""
     run_dir = run_dir.resolve()
     if world not in PROFILES:
         raise ValueError(f"world must be one of {sorted(PROFILES)}; got {world!r}")
@@ -101,6 +141,7 @@ def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra:
     executed = sorted(run_dir.glob("*.ipynb"))
     if {p.stem for p in executed} != set(run["notebooks"]):
         raise MixedRun(f"run.json lists {sorted(run['notebooks'])}, the folder holds {[p.stem for p in executed]}")
+    archived = archive_target(world, commit)
     pairs = replacements(run_dir, world, [ROOT, *(roots or [])], extra or [], bin_dirs or [])
     json_pairs = [(json.dumps(o)[1:-1], json.dumps(n)[1:-1]) for o, n in pairs]
     staging = Path(tempfile.mkdtemp(prefix=f"record-{world}-", dir=target.parent))
@@ -122,6 +163,8 @@ def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra:
         run.update(world=world, commit=commit, trees=trees)
         (staging / series.RUN_FILE).write_text(json.dumps({k: run[k] for k in series.RUN_KEYS if k in run},
                                                           indent=2) + "\n")
+        if archived:
+            archive(world, *archived)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)

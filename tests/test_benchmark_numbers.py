@@ -74,3 +74,23 @@ def test_the_history_table_lists_every_archived_recording():
         assert f"| {folder.name} |" in history, folder.name
     assert "2026" not in page[:page.index("## History")].replace("Note: retrofitted", ""), \
         "an older recording is cited outside the history table"
+
+
+def test_14s_table_shows_each_rows_screening_run_and_a_dash_where_a_recording_lacks_it(tmp_path):
+    """A finalist's screening run (results `screened`) beside its median; a single run is its own screening run;
+    a finalist of a recording made before `screened` was kept shows '-'."""
+    variants = [{"variant": "article baseline: FP32", "concurrency": 16, "throughput": 600.0, "p99_ms": 9.0,
+                 "repeats": 3, "throughput_min": 500.0, "throughput_max": 700.0, "screened": 650.0},
+                {"variant": "FP32 + batching", "concurrency": 16, "throughput": 5600.0, "p99_ms": 4.0},
+                {"variant": "UINT8, 2 instances", "concurrency": 16, "throughput": 5400.0, "p99_ms": 4.0,
+                 "repeats": 3, "throughput_min": 4700.0, "throughput_max": 5500.0}]  # recorded before `screened`
+    folder = tmp_path / "h200"
+    (folder / "results").mkdir(parents=True)
+    (folder / "results" / "14_near_the_limit.json").write_text(json.dumps({"variants": variants}))
+    rec = numbers.recording(folder)
+    rec["folder"] = numbers.ROOT / "docs" / "runs" / "h200"
+    text = "\n".join(numbers.variants_14(rec))
+    assert "| infer/s (median) | runs | screening run | p99 (ms) |" in text
+    assert "| article baseline: FP32 | 600 | 500-700 (3 runs, 40% apart) | 650 |" in text
+    assert "| FP32 + batching | 5600 | one run | 5600 |" in text
+    assert "| UINT8, 2 instances | 5400 | 4700-5500 (3 runs, 17% apart) | - |" in text

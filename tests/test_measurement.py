@@ -463,3 +463,12 @@ def test_a_contest_of_fewer_than_three_runs_names_no_winner():
     fast = perf.contest(lambda name: {"stable": True, "throughput": 100.0 if name == "simple" else 900.0},
                         ["simple", "fast"], simpler="simple", runs=1)
     assert fast["winner"] is None and fast["kept"] == "simple" and "no winner is named" in fast["verdict"]
+
+
+def test_several_runs_as_one_row_keep_the_median_throughput_and_the_middle_runs_latencies():
+    runs = [{"stable": True, "throughput": t, "p99_ms": p} for t, p in ((4662.6, 5.2), (5719.5, 4.1))]
+    runs.append({"stable": False, "throughput": 9000.0, "p99_ms": 1.0})  # an unstable run counts for nothing
+    row = perf.median_run(runs)
+    assert row["throughput"] == pytest.approx((4662.6 + 5719.5) / 2) and row["repeats"] == 2
+    assert row["p99_ms"] == 5.2 and (row["throughput_min"], row["throughput_max"]) == (4662.6, 5719.5)
+    assert perf.median_run(runs[2:])["repeats"] == 0

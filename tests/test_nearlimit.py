@@ -71,6 +71,9 @@ def test_winner_rule_takes_the_baseline_and_the_two_fastest_within_the_budget():
     assert result["finalists"] == ["base", "b", "c"]  # "a" is over the budget; listed simplest first
     assert made[:3] == ["base", "b", "c"] and len(made) == 9  # in turns, three runs each
     assert result["winner"] == "b" and rows["b"]["throughput"] == 31 and rows["b"]["repeats"] == 3
+    # each finalist keeps the screening run that made it one; a row left out keeps its one run and no `screened`
+    assert [rows[label].get("screened") for label in order] == [10, None, 30, 20]
+    assert "screened" in nearlimit.shown_columns(pd.DataFrame(list(rows.values())), False).columns
     assert nearlimit.verdicts(["base", "a", "b"], result) == ["finalist", "", "wins"]
     assert "3 runs each" in nearlimit.rule_said(result, 3)
     record = nearlimit.contest_record(result, 3)
@@ -99,6 +102,10 @@ def test_knee_table_and_curves_count_images_in_flight():
     assert pd.isna(table.loc[1, "knee c"]) and table.loc[1, "level above"] == 1
     curves = nearlimit.knee_curves(knees, {"one": 1, "batched": 4})
     assert list(curves) == ["one", "batched (x 4)"] and curves["batched (x 4)"]["concurrency"].tolist() == [4]
+    # a search measures 16, 32, 64, 128, then 96: its curve runs by level, so its line does not double back
+    searched = {"rows": [{"concurrency": c, "throughput": c * 10.0, "p99_ms": c / 10} for c in (16, 32, 64, 128, 96)]}
+    curve = nearlimit.knee_curves({"s": searched}, {"s": 2})["s (x 2)"]
+    assert curve["concurrency"].tolist() == [32, 64, 128, 192, 256]
     lines = nearlimit.knee_lines(table)
     assert "knee at c=4 (4 images in flight)" in lines[0] and lines[1].startswith("knee search 'batched': no knee")
     assert nearlimit.clean(table.to_dict(orient="records"))[1]["knee c"] is None

@@ -237,7 +237,7 @@ def test_kubernetes_notebook_numbers(ci_run):
     assert k8s["h200"]["stable"] or k8s["h200"]["error"]  # a skipped H200 plan says why
     assert k8s["warmup_batch_sizes"] == list(range(1, 65))  # the pods' warm-up: every size up to max_batch_size 64
     assert all(r["utilization"] <= 0.7 + 1e-9 for r in planned)  # the 30 % headroom rule
-    assert k8s["settings"]["instance_count"] >= 1  # 13's best configuration, deployed
+    assert k8s["settings"]["instance_count"] >= 1  # the configuration 13 kept, deployed
     # issue 24, item 32: measured here on the CPU, exported for the GPU pods the manifests request
     assert k8s["pod_gpus"] == 1 and k8s["exported"] == ["resnet18: KIND_GPU in pods with 1 GPU(s)"]
     for png in ("20_queue_signal.png", "20_capacity.png"):

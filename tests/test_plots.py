@@ -176,3 +176,23 @@ def test_a_sweep_without_a_knee_says_so():
     fig = plots.sweep({"UINT8": sweep}, "Saturation", p99_budget_ms=1.0, knee=perf.best(sweep, 1.0), knee_sought=True)
     assert "no knee: no level kept p99 within 1 ms" in _texts(fig)
     _check(fig, ["UINT8"])
+
+
+def test_a_knee_at_the_top_level_is_a_lower_bound_and_the_legend_covers_no_line():
+    sweep = pd.DataFrame({"concurrency": [1, 2, 4], "throughput": [28.0, 32.3, 39.2], "p99_ms": [54.3, 81.8, 141.5],
+                          "stable": True})
+    fig = plots.sweep({"UINT8": sweep}, "Saturation", p99_budget_ms=400.0, knee=perf.best(sweep, 400.0),
+                      knee_sought=True)
+    text = _texts(fig)
+    assert ">= 39 infer/s at c=4 (top level: no knee reached)" in text and "top level, no knee (c=4)" in text
+    assert "knee: 39" not in text
+    assert not [ax for ax in fig.axes if ax.get_legend()] and len(fig.legends) == 1  # one legend, below the plots
+    legend = fig.legends[0].get_window_extent(fig.canvas.get_renderer())
+    assert all(legend.y1 <= ax.get_window_extent().y0 for ax in fig.axes)
+    _check(fig, ["UINT8"])
+    # a level measured above the knee (even one without a result) makes it a knee
+    above = pd.concat([sweep, pd.DataFrame([{"concurrency": 8, "stable": False, "error": "no stable measurement"}])],
+                      ignore_index=True)
+    fig = plots.sweep({"UINT8": above}, "Saturation", p99_budget_ms=400.0, knee=perf.best(above, 400.0))
+    assert "knee: 39 infer/s at c=4" in _texts(fig) and "top level" not in _texts(fig)
+    _check(fig, ["UINT8"], ["c=8"])

@@ -149,6 +149,41 @@ def test_recording_a_run_writes_a_readers_paths_the_commit_and_replaces_the_fold
     assert (kept / "10_latency.csv").read_text() == "a,b\n1,2\n"
 
 
+@needs_git
+def test_recording_over_another_commits_recording_archives_it_and_history_lists_it(tmp_path, monkeypatch):
+    record_run = _record_module()
+    monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
+    monkeypatch.setattr(record_run, "ARCHIVE", tmp_path / "archive")
+    old = recordings.git_output("rev-list", "--max-parents=0", "HEAD").split()[0]  # a commit no run ran today
+    date = recordings.git_output("show", "-s", "--format=%cs", old).strip()
+    kept = tmp_path / "runs" / "h200"
+    (kept / "results").mkdir(parents=True)
+    (kept / "run.json").write_text(json.dumps({"world": "h200", "commit": old}))
+    variants = [{"variant": "article baseline", "throughput": 100, "stable": True},
+                {"variant": "FP16 + batching", "throughput": 250, "stable": True}]
+    (kept / "results" / "14_near_the_limit.json").write_text(json.dumps({"best": "FP16 + batching",
+                                                                         "variants": variants}))
+    for name in ("report_14.md", "14_variants.csv", "14_variants.png", "14_near_the_limit.ipynb"):
+        (kept / name).write_text(name)
+    head = _head_trees()
+    record_run.record(_run_folder(tmp_path, {"10_resnet18_torchscript": head}), "h200")
+    folder = tmp_path / "archive" / f"h200-{date}-{old[:7]}"
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
+        "14_variants.csv", "recorded.json", "report_14.md", "results/14_near_the_limit.json"]  # no notebook, no PNG
+    recorded = json.loads((folder / "recorded.json").read_text())
+    new = json.loads((kept / "run.json").read_text())["commit"]
+    assert recorded == {"date": date, "commit": old,
+                        "note": f"docs/runs/h200 as recorded at {old[:7]}, replaced by the recording at {new[:7]}"}
+    spec = importlib.util.spec_from_file_location("benchmark_numbers", series.ROOT / "scripts" / "benchmark_numbers.py")
+    numbers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(numbers)
+    monkeypatch.setattr(numbers, "ARCHIVE", tmp_path / "archive")
+    assert f"| {date} | h200-{date}-{old[:7]} | {old[:7]} | 250 (FP16 + batching) | 2.5x | - |" in numbers.history()
+    with pytest.raises(FileExistsError, match=f"h200-{date}-{old[:7]} exists: expected a new archive folder"):
+        (kept / "run.json").write_text(json.dumps({"world": "h200", "commit": old}))  # the same recording again
+        record_run.record(_run_folder(tmp_path / "again", {"10_resnet18_torchscript": head}), "h200")
+
+
 def test_a_run_whose_notebooks_ran_different_code_is_refused(tmp_path, monkeypatch):
     record_run = _record_module()
     monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
