@@ -313,9 +313,11 @@ def knobs_13(rec: dict) -> list[str]:
     spread = [f"The rows that all measure the article's optimized configuration (this run's optimized model with the "
               f"article's batching) served {min(same):.0f}-{max(same):.0f} "
               f"infer/s ({max(same) / min(same) - 1:.0%} apart, one run each)"
-              + (f"; with the sweep's row of the same configuration at the same concurrency ({label}, {sweep:.0f} "
-                 f"infer/s, measured in the sweep's own server), {min(wider):.0f}-{max(wider):.0f} "
-                 f"({max(wider) / min(wider) - 1:.0%} apart)" if also else "")
+              + (f"; the sweep's row of the same configuration at the same concurrency ({label}, {sweep:.0f} "
+                 f"infer/s, measured in the sweep's own server) " + (
+                     "lies inside it" if min(same) <= sweep <= max(same) else
+                     f"widens it to {min(wider):.0f}-{max(wider):.0f} ({max(wider) / min(wider) - 1:.0%} apart)")
+                 if also else "")
               + ": a knob whose row lies inside that range did nothing this run can tell."] if len(same) >= 2 else []
     for row in rows:
         row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else "no stable measurement"
@@ -509,10 +511,19 @@ def block_headline() -> str:
             f"{float(best['throughput']) / float(base['throughput']):.1f}x the article's baseline (FP32, no batching, "
             f"tensors over gRPC) measured in the same run (medians; the kept row's runs {_range(best)}, "
             f"the baseline's {_range(base)}"
-            + (f"; over the runs, {float(best['throughput_min']) / float(base['throughput_max']):.1f}x to "
-               f"{float(best['throughput_max']) / float(base['throughput_min']):.1f}x"
-               if all(_num(x.get(k)) for x in (best, base) for k in ("throughput_min", "throughput_max")) else "")
+            + (f"; turn by turn (each run against the baseline's run of the same turn), "
+               f"{min(turns):.1f}x to {max(turns):.1f}x" if (turns := _by_turn(
+                   rec["results"]["14"].get("variants_contest") or {}, best["variant"], base["variant"])) else "")
             + ").")
+
+
+def _by_turn(contest: dict, a: str, b: str) -> list[float]:
+    """Throughput of `a` over `b` in each turn of a contest (their i-th runs, measured in the same turn), where both
+    were stable."""
+    runs = contest.get("runs") or []
+    of = {name: [r for r in runs if r.get("setting") == name] for name in (a, b)}
+    return [float(x["throughput"]) / float(y["throughput"]) for x, y in zip(of[a], of[b])
+            if x.get("stable") and y.get("stable") and _num(x.get("throughput")) and _num(y.get("throughput"))]
 
 
 def block_ci_time() -> str:
