@@ -223,3 +223,18 @@ def header(notebook_stem: str) -> str:
     if not parts:
         return f"Recorded: {notebook_stem} is in no recording yet (docs/runs/cpu, docs/runs/h200)."
     return "Recorded: " + "; ".join(parts) + "."
+
+
+def started(executed: Path) -> str | None:
+    """When papermill started an executed notebook (ISO time from its metadata), None when it names no start."""
+    meta = json.loads(executed.read_text()).get("metadata", {}).get("papermill", {})
+    return meta.get("start_time")
+
+
+def out_of_order(run_dir: Path) -> list[str]:
+    """The run folder's notebooks in the order they started, when that is not their number order; [] otherwise."""
+    times = {p.stem: started(p) for p in sorted(run_dir.glob("[0-9][0-9]_*.ipynb"))}
+    if None in times.values():
+        return []
+    ran = sorted(times, key=lambda stem: times[stem])
+    return ran if ran != sorted(times) else []

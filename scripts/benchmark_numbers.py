@@ -217,6 +217,9 @@ def conditions(rec: dict) -> list[str]:
     return [f"`docs/runs/{world}`: {gpu}, {machine.get('cpu_cores')} CPU cores, `{run.get('profile')}` profile; "
             f"{recordings.label(world) if world in recordings.WORLDS else 'not a current recording'}.",
             *([f"Note: {run['note']}."] if run.get("note") else []),
+            *([f"The notebooks ran in this order (papermill's start times): {', '.join(s[:2] for s in ran)}; a notebook "
+               "that ran before one whose results it reads measured its fallback for them."]
+              if (ran := recordings.out_of_order(rec["folder"])) else []),
             *(["The `ci` profile's count windows are a few requests with a loose stability check (notebooks/"
                "profiles.yml): they check the pipeline, not speed. Its verdicts and ratios are not speed claims."]
               if run.get("profile") == "ci" else []),
@@ -309,16 +312,22 @@ def knobs_13(rec: dict) -> list[str]:
     sweep = _num((at_top.get(label) or {}).get("throughput"))
     top = _num(_top_level((results.get("settings") or {}).get("concurrency", "")))
     also = sweep is not None and top is not None and top == _num(best.get("concurrency"))
-    wider = [*same, sweep] if also else same
+    # the winner rule's start configuration is the knobs' shared configuration too, measured in the finalists' server
+    start = [float(r["throughput"]) for r in (best.get("contest") or {}).get("runs", [])
+             if r.get("setting") == "start configuration" and r.get("stable") and _num(r.get("throughput")) is not None]
+    wider = [*same, *([sweep] if also else []), *start]
+    widened = [f"the sweep's row of the same configuration at the same concurrency ({label}, {sweep:.0f} infer/s, "
+               f"measured in the sweep's own server)"] if also else []
+    widened += [f"the winner rule's {len(start)} run{'s' * (len(start) > 1)} of its start configuration (the same configuration, in the "
+                f"finalists' server: {min(start):.0f}-{max(start):.0f})"] if start else []
     spread = [f"The rows that all measure the article's optimized configuration (this run's optimized model with the "
               f"article's batching) served {min(same):.0f}-{max(same):.0f} "
               f"infer/s ({max(same) / min(same) - 1:.0%} apart, one run each)"
-              + (f"; the sweep's row of the same configuration at the same concurrency ({label}, {sweep:.0f} "
-                 f"infer/s, measured in the sweep's own server) " + (
-                     "lies inside it" if min(same) <= sweep <= max(same) else
-                     f"widens it to {min(wider):.0f}-{max(wider):.0f} ({max(wider) / min(wider) - 1:.0%} apart)")
-                 if also else "")
-              + ": a knob whose row lies inside that range did nothing this run can tell."] if len(same) >= 2 else []
+              + (f"; with {' and '.join(widened)}, the same configuration measured " + (
+                     "inside that range" if min(same) <= min(wider) and max(wider) <= max(same) else
+                     f"{min(wider):.0f}-{max(wider):.0f} ({max(wider) / min(wider) - 1:.0%} apart)")
+                 if widened else "")
+              + ": a knob whose row lies inside the widest range did nothing this run can tell."] if len(same) >= 2 else []
     for row in rows:
         row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else "no stable measurement"
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
@@ -371,8 +380,11 @@ def levers(rec: dict) -> list[str]:
     """The levers past batch-1 requests (notebook 16; 14 before the split)."""
     notebook, results = _holding(rec, "levers")
     rows = results["levers"]
+    reference = next((_num(r.get("throughput")) for r in rows if _num(r.get("x batch-1")) == 1.0), None)
     for row in rows:
         row["runs"] = _range(row)
+        if reference and _num(row.get("throughput")) is not None:  # from the measured rates, rounded once
+            row["x batch-1"] = _num(row["throughput"]) / reference
     return [f"Notebook {notebook}, at the images in flight of 14's comparison.", "",
             *table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
                           ("p99 (ms)", "p99_ms", ".2f"), ("x batch-1 row", "x batch-1", ".2f"),
@@ -408,6 +420,7 @@ def knee(rec: dict) -> list[str]:
 def compare_15(rec: dict) -> list[str]:
     """Notebook 15: Model Analyzer's pick against the series' picks, measured in one run."""
     rows = need(rec, "15", "comparison")
+    fp32 = any(r.get("model") == "resnet18_pytorch" for r in rows)
     verdicts = rec["results"]["15"].get("verdicts") or {}
     for row in rows:
         row["range"] = _range({**row, "repeats": row.get("runs")})
@@ -417,11 +430,11 @@ def compare_15(rec: dict) -> list[str]:
                           ("Model Analyzer's own (infer/s)", "analyzer_throughput", ".0f"),
                           ("time (s)", "search_s", ".0f")]), "",
             "time: Model Analyzer's search of every model it searched; for a series pick, the whole notebook that "
-            "chose it (papermill's duration, from that notebook's executed copy), so the two are not the same kind "
-            "of time. Notebook 13 searched its settings on its optimized model; for resnet18_pytorch they are carried "
-            "over, not searched on it.", "",
+            "chose it (its seconds in the run folder's run.json), so the two are not the same kind of time."
+            + (" Notebook 13 searched its settings on its optimized model; for resnet18_pytorch they are carried "
+               "over, not searched on it." if fp32 else ""), "",
             *(f"- {model}: {text}" for model, text in verdicts.items()),
-            *_thirteen_kept_note(rec)]
+            *(_thirteen_kept_note(rec) if fp32 else [])]
 
 
 def _thirteen_kept_note(rec: dict) -> list[str]:

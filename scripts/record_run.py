@@ -141,6 +141,9 @@ def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra:
     executed = sorted(run_dir.glob("*.ipynb"))
     if {p.stem for p in executed} != set(run["notebooks"]):
         raise MixedRun(f"run.json lists {sorted(run['notebooks'])}, the folder holds {[p.stem for p in executed]}")
+    if ran := recordings.out_of_order(run_dir):  # a later notebook reads the results of those before it (15: 13, 14)
+        raise MixedRun(f"the notebooks ran in the order {[stem[:2] for stem in ran]}, expected their number order: "
+                       f"a notebook that ran before one it reads from measured its fallback; run them again in order")
     archived = archive_target(world, commit)
     pairs = replacements(run_dir, world, [ROOT, *(roots or [])], extra or [], bin_dirs or [])
     json_pairs = [(json.dumps(o)[1:-1], json.dumps(n)[1:-1]) for o, n in pairs]

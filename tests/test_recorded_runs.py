@@ -198,3 +198,24 @@ def test_a_run_whose_notebooks_ran_different_code_is_refused(tmp_path, monkeypat
         with pytest.raises(record_run.MixedRun, match="no commit of `git log` has the trees"):
             record_run.record(run_dir, "h200")
     assert not (tmp_path / "runs" / "h200").exists()
+
+
+def test_a_run_whose_notebooks_ran_out_of_number_order_is_refused(tmp_path, monkeypatch):
+    record_run = _record_module()
+    monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
+    one = {"notebooks": "a" * 40, "helpers": "b" * 40, "scripts": "c" * 40}
+    run_dir = _run_folder(tmp_path, {"14_near_the_limit": one, "15_model_analyzer": one})
+    for stem, start in (("14_near_the_limit", "2026-12-04T15:22:06"), ("15_model_analyzer", "2026-12-04T15:17:18")):
+        path = run_dir / f"{stem}.ipynb"
+        nb = json.loads(path.read_text())
+        nb["metadata"]["papermill"] = {"start_time": start}
+        path.write_text(json.dumps(nb))
+    assert recordings.out_of_order(run_dir) == ["15_model_analyzer", "14_near_the_limit"]
+    monkeypatch.setattr(record_run, "commit_of", lambda trees, root=None: "f" * 40)
+    with pytest.raises(record_run.MixedRun, match=r"order \['15', '14'\], expected their number order"):
+        record_run.record(run_dir, "h200")
+    assert not (tmp_path / "runs" / "h200").exists()
+    nb = json.loads((run_dir / "15_model_analyzer.ipynb").read_text())
+    nb["metadata"]["papermill"]["start_time"] = "2026-12-04T15:30:00"
+    (run_dir / "15_model_analyzer.ipynb").write_text(json.dumps(nb))
+    assert recordings.out_of_order(run_dir) == []
