@@ -207,8 +207,10 @@ class ConfigError(ValueError):
 def read_config(path: str | Path) -> mc.ModelConfig:
     """Parse a config.pbtxt (or the model folder that holds one) into a ModelConfig."""
     path = Path(path)
-    if path.is_dir():
-        path = path / "config.pbtxt"
+    if not path.is_file():  # a model folder (or one that is missing): its config.pbtxt
+        path = path if path.name == "config.pbtxt" else path / "config.pbtxt"
+    if not path.parent.is_dir():
+        raise ConfigError(f"model '{path.parent.name}': expected a model folder at {path.parent}, found none")
     if not path.is_file():
         raise ConfigError(f"model '{path.parent.name}': no config.pbtxt at {path}")
     return parse_config(path.read_text(), f"model '{path.parent.name}': {path}")

@@ -35,6 +35,14 @@ def test_config_text_round_trips(tmp_path, tiny_onnx):
     assert (model_dir / "1" / "model.onnx").exists()
 
 
+
+def test_read_config_names_the_missing_model_folder(tmp_path):
+    with pytest.raises(repository.ConfigError, match=r"model 'absent': expected a model folder at .*absent, found none"):
+        repository.read_config(tmp_path / "absent")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(repository.ConfigError, match=r"model 'empty': no config.pbtxt at .*empty/config.pbtxt"):
+        repository.read_config(tmp_path / "empty")
+
 @pytest.mark.parametrize("change, field", [
     (lambda c: setattr(c.input[0], "data_type", repository.mc.TYPE_FP16), "data_type is TYPE_FP16"),
     (lambda c: c.input[0].dims.__setitem__(0, 9), r"dims \[9\] in config"),
