@@ -336,7 +336,8 @@ def knobs_13(rec: dict) -> list[str]:
              f"{_settings(best['best_of_each_knob'])}. " if best.get("best_of_each_knob") else "")
             + f"{_kept_13(best)} ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
             f"infer/s (its median stable run; with two, the lower), p99 {_f(best.get('p99_ms'), '.2f')} ms, "
-            f"{_f(best.get('vs_baseline'), '.1f')}x this run's baseline; "
+            + (f"{_f(best['vs_baseline'], '.1f')}x this run's baseline; " if _num(best.get("vs_baseline")) is not None
+               else f"no ratio to this run's baseline ({best.get('no_baseline_ratio') or 'none recorded'}); ")
             + (f"against the start configuration, {best['contest']['runs_per_finalist']} runs each in turns: "
                f"{best['contest']['verdict']}. Runs: " + "; ".join(
                    f"{name} {_contest_runs(best['contest'], name)}" for name in ("start configuration", "best settings")

@@ -94,3 +94,21 @@ def test_14s_table_shows_each_rows_screening_run_and_a_dash_where_a_recording_la
     assert "| article baseline: FP32 | 600 | 500-700 (3 runs, 40% apart) | 650 |" in text
     assert "| FP32 + batching | 5600 | one run | 5600 |" in text
     assert "| UINT8, 2 instances | 5400 | 4700-5500 (3 runs, 17% apart) | - |" in text
+
+
+def test_13_without_a_stable_baseline_says_why_there_is_no_ratio(tmp_path):
+    """A baseline row that gave no stable measurement at the knobs' concurrency: no 'nanx' and no '-x', the reason."""
+    best = {"settings": {"instances": 2}, "stable": True, "throughput": 5600.0, "p99_ms": 3.8, "concurrency": 16,
+            "vs_baseline": None, "no_baseline_ratio": "the baseline at concurrency 16 gave no stable measurement (x)"}
+    knobs = [{"knob": "instances", "value": "1", "stable": True, "throughput": 4000.0, "p99_ms": 4.0}]
+    folder = tmp_path / "h200"
+    (folder / "results").mkdir(parents=True)
+    (folder / "results" / "13_dynamic_batching_compare.json").write_text(json.dumps({"knobs": knobs, "best": best}))
+    rec = numbers.recording(folder)
+    rec["folder"] = numbers.ROOT / "docs" / "runs" / "h200"
+    text = "\n".join(numbers.knobs_13(rec))
+    assert "no ratio to this run's baseline (the baseline at concurrency 16 gave no stable measurement (x))" in text
+    assert "x this run's baseline" not in text
+    best["vs_baseline"] = 1.5
+    (folder / "results" / "13_dynamic_batching_compare.json").write_text(json.dumps({"knobs": knobs, "best": best}))
+    assert "1.5x this run's baseline" in "\n".join(numbers.knobs_13(numbers.recording(folder) | {"folder": rec["folder"]}))
