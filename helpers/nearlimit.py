@@ -281,8 +281,10 @@ def lever_lines(levers: pd.DataFrame, in_flight: int) -> list[str]:
         "batch-1 row" if lever["stable"] else f"not measured ({lever.get('error')})") for _, lever in levers.iloc[1:].iterrows()]
 
 
-def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: int, streams: int) -> str:
-    """Served at the knee against in-process at the batch the server formed, and where an average request's time went."""
+def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: int, streams: int,
+                 where: str = "") -> str:
+    """Served at the knee (`where`: the line's label) against in-process at the batch the server formed, and where an
+    average request's time went."""
     split = pd.Series({
         "client send + receive": knee.get("client_send_ms", 0) + knee.get("client_recv_ms", 0),
         "network + server send/recv": knee.get("network_ms", float("nan")),
@@ -290,7 +292,8 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
         "compute input + output": knee.get("compute_input_ms", 0) + knee.get("compute_output_ms", 0),
         f"compute infer beyond in-process batch {batch}": knee.get("compute_infer_ms", float("nan")) - per_batch_ms,
         f"in-process batch {batch}": per_batch_ms})
-    return (f"at the knee (c={int(knee['concurrency'])}): served {knee['throughput']:.0f} infer/s = "
+    where = where or f"at the knee (c={int(knee['concurrency'])})"
+    return (f"{where}: served {knee['throughput']:.0f} infer/s = "
             f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
             f"perf_analyzer kept {knee.get('client_cores', float('nan')):.1f} cores busy\n"
             "where an average request's time went (ms; the instance-contention part is compute infer minus the "
