@@ -799,8 +799,12 @@ def _knee_walk(rows, p99_budget_ms: float, rising: float) -> tuple[dict | None, 
                                f"{row['throughput'] / best - 1:+.1%} against the best below it, {best:.1f} at "
                                f"concurrency {int(knee['concurrency'])} ({rising:.0%} needed)")
         knee, best = row, max(best, row["throughput"])
-    return knee, None, ("" if knee is None else
-                        f"p99 within {p99_budget_ms:g} ms and throughput rising up to the highest level measured, "
+    if knee is None:
+        return None, None, ""
+    if len(levels) == 1:  # nothing to rise from
+        return knee, None, (f"p99 within {p99_budget_ms:g} ms at the only level measured, concurrency "
+                            f"{int(knee['concurrency'])}: the knee is at least there")
+    return knee, None, (f"p99 within {p99_budget_ms:g} ms and throughput rising up to the highest level measured, "
                         f"concurrency {int(knee['concurrency'])}: the knee is at least there")
 
 

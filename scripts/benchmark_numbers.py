@@ -223,7 +223,10 @@ def conditions(rec: dict) -> list[str]:
             *(["The `ci` profile's count windows are a few requests with a loose stability check (notebooks/"
                "profiles.yml): they check the pipeline, not speed. Its verdicts and ratios are not speed claims."]
               if run.get("profile") == "ci" else []),
-            *([windows] if (windows := _window_settings(rec["folder"])) else []), "",
+            *([windows] if (windows := _window_settings(rec["folder"])) else []),
+            "Each notebook starts its own Triton server (13 starts three): the same configuration "
+            "measured by two notebooks (14's kept row and 15's measurement of the same pick, say) comes from two "
+            "servers, and two servers' runs can differ by more than the range of one server's repeated runs.", "",
             *table(rows, [("notebook", "notebook", ""), ("status", "status", ""), ("seconds", "seconds", ".0f"),
                           ("commit", "commit", "")])]
 

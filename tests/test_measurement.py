@@ -392,6 +392,10 @@ def test_the_knee_search_never_over_budget_stops_at_most():
     assert asked == [1, 2, 4, 8, 16, 32, 64, 100]  # the last doubling capped at `most`
     assert found["knee"]["concurrency"] == 100 and found["above"] is None and "at least there" in found["why"]
     assert perf.next_level(found["rows"], 10.0, most=100) is None
+    assert "throughput rising up to the highest level measured" in found["why"]
+    one = perf.knee([{"concurrency": 1, "stable": True, "throughput": 37.0, "p99_ms": 5.0}], 10.0)
+    assert one["knee"]["concurrency"] == 1 and "rising" not in one["why"]
+    assert one["why"] == "p99 within 10 ms at the only level measured, concurrency 1: the knee is at least there"
     assert perf.next_level([], 10.0, start=4) == 4
     assert perf.next_level(pd.DataFrame(found["rows"][:3]).to_dict("records"), 10.0, most=100) == 8  # tables work too
 
