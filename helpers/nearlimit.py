@@ -276,9 +276,14 @@ def lever_lines(levers: pd.DataFrame, in_flight: int) -> list[str]:
         return (f" ({int(row['repeats'])} runs: {row['throughput_min']:.0f}-{row['throughput_max']:.0f})"
                 if pd.notna(row.get("throughput_min")) and row.get("repeats", 0) > 1 else "")
 
+    def across(row) -> str:
+        server = row.get("server")  # a row served by another server than the batch-1 row's (the C API's own)
+        return f" (two servers: this row ran in {server})" if isinstance(server, str) else ""
+
     return [f"lever at {in_flight} images in flight: {lever['lever']}: " + (
         f"{lever['throughput']:.0f} infer/s{spread(lever)} (p99 {lever['p99_ms']:.1f} ms), {lever['x batch-1']:.2f}x the "
-        "batch-1 row" if lever["stable"] else f"not measured ({lever.get('error')})") for _, lever in levers.iloc[1:].iterrows()]
+        f"batch-1 row{across(lever)}" if lever["stable"] else f"not measured ({lever.get('error')})")
+        for _, lever in levers.iloc[1:].iterrows()]
 
 
 def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: int, streams: int,

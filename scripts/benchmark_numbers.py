@@ -224,9 +224,10 @@ def conditions(rec: dict) -> list[str]:
                "profiles.yml): they check the pipeline, not speed. Its verdicts and ratios are not speed claims."]
               if run.get("profile") == "ci" else []),
             *([windows] if (windows := _window_settings(rec["folder"])) else []),
-            "Each notebook starts its own Triton server (13 starts three): the same configuration "
-            "measured by two notebooks (14's kept row and 15's measurement of the same pick, say) comes from two "
-            "servers, and two servers' runs can differ by more than the range of one server's repeated runs.", "",
+            "Each notebook starts its own Triton servers (12, 13 and 15 more than one; 16's C API row runs one inside "
+            "perf_analyzer): the same configuration measured by two notebooks (14's kept row and 15's measurement of "
+            "the same pick, say) comes from two servers, and two servers' runs can differ by more than the range of "
+            "one server's repeated runs.", "",
             *table(rows, [("notebook", "notebook", ""), ("status", "status", ""), ("seconds", "seconds", ".0f"),
                           ("commit", "commit", "")])]
 
@@ -272,6 +273,17 @@ def _why_13(rec: dict, model: str, level: float | None) -> str:
         row = next((r for r in csv.DictReader(f)
                     if r.get("model") == model and _num(r.get("concurrency")) == level), None)
     return plots.failure_reason(row.get("error"), 120) if row else f"not measured at concurrency {level:g}"
+
+
+def _why_knob_13(rec: dict, knob: dict) -> str:
+    """Why one of 13's knob rows has no figure: its error in 13_knobs.csv (results keep none), trimmed."""
+    path = rec["folder"] / "13_knobs.csv"
+    if not path.exists():
+        return "no stable measurement (no 13_knobs.csv to say why)"
+    with path.open(newline="") as f:
+        row = next((r for r in csv.DictReader(f)
+                    if r.get("knob") == knob.get("knob") and r.get("value") == str(knob.get("value"))), None)
+    return plots.failure_reason(row.get("error")) if row and row.get("error") else "no stable measurement"
 
 
 def candidates_12(rec: dict) -> list[str]:
@@ -332,7 +344,7 @@ def knobs_13(rec: dict) -> list[str]:
                  if widened else "")
               + ": a knob whose row lies inside the widest range did nothing this run can tell."] if len(same) >= 2 else []
     for row in rows:
-        row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else "no stable measurement"
+        row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else _why_knob_13(rec, row)
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
                                       ("p99 (ms)", "p99_ms", ".2f"), ("", "what", "")]), "",
             (f"Best of each knob together (each knob's fastest row, one run each, noise included): "
@@ -358,8 +370,7 @@ def variants_14(rec: dict) -> list[str]:
         if _num(row.get("screened")) is None and row["runs"] == "one run":  # a single run is its own screening run
             row["screened"] = row.get("throughput")
         why = str(errors.get(row.get("variant"), ""))
-        row["note"] = ("stopped by the memory guard (its error says how far)" if "memory limit" in why else
-                       "no stable measurement" if why else
+        row["note"] = (plots.failure_reason(why) if why else
                        "; ".join(filter(None, [row.get("verdict"), "3 windows after a memory-guard stop"
                                                if row.get("memory_retry") else ""])))
     best, base = _kept(rec["results"]["14"], rows), _baseline(rows)
@@ -389,11 +400,20 @@ def levers(rec: dict) -> list[str]:
         row["runs"] = _range(row)
         if reference and _num(row.get("throughput")) is not None:  # from the measured rates, rounded once
             row["x batch-1"] = _num(row["throughput"]) / reference
-    return [f"Notebook {notebook}, at the images in flight of 14's comparison.", "",
+    first = next((r for r in rows if _num(r.get("x batch-1")) == 1.0), None)
+    n14 = rec["results"].get("14") or {}
+    kept = _kept(n14, n14.get("variants") or []) if notebook == "16" else None
+    servers = ([f"Notebook 14's kept row ({kept['variant']}) served {_f(kept.get('throughput'))} infer/s in 14's server "
+                f"({_range(kept)}); the same configuration, this table's first row, served "
+                f"{_f(first.get('throughput'))} in notebook 16's ({first['runs']}): each ratio here divides by 16's own row.",
+                ""] if kept and first else [])
+    return [f"Notebook {notebook}, at the images in flight of 14's comparison.", "", *servers,
             *table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
                           ("p99 (ms)", "p99_ms", ".2f"), ("x batch-1 row", "x batch-1", ".2f"),
                           ("server batch", "server avg_batch", ".1f")]), "",
-            "A lever measured once, or whose range overlaps the batch-1 row's, shows no gain this run can tell."]
+            "A lever measured once, or whose range overlaps the batch-1 row's, shows no gain this run can tell."
+            + "".join(f" The {r['lever']} row ran in {r['server']}, the others in notebook {notebook}'s: its ratio also "
+                      "holds whatever differs between two servers." for r in rows if isinstance(r.get("server"), str))]
 
 
 def knee(rec: dict) -> list[str]:
@@ -453,7 +473,7 @@ def _thirteen_kept_note(rec: dict) -> list[str]:
 
 
 def history() -> list[str]:
-    """One row per archived recording: date, commit, notebook 14's kept row at c=16 and its knee where recorded."""
+    """One row per archived recording: date, commit, notebook 14's kept row at 14's concurrency, and its knee."""
     rows = []
     for folder in sorted(ARCHIVE.iterdir()) if ARCHIVE.exists() else []:
         meta = json.loads((folder / "recorded.json").read_text())
@@ -465,7 +485,8 @@ def history() -> list[str]:
         except Missing:
             knee_results = {}
         rows.append({"date": meta["date"], "recording": folder.name, "commit": meta["commit"][:7],
-                     "best": f"{float(best['throughput']):.0f} ({best['variant']})" if best else "-",
+                     "best": f"{float(best['throughput']):.0f} at c={_f(best.get('concurrency'))} ({best['variant']})"
+                             if best else "-",
                      "x": f"{float(best['throughput']) / float(base['throughput']):.1f}x" if best and base else "-",
                      "knee": _knee_short(knee_results)})
     rows.sort(key=lambda r: (r["date"], r["recording"]))
@@ -475,7 +496,7 @@ def history() -> list[str]:
             "over its own baseline, as the run printed them. Until commit ff70ebd, a row measured by a request count printed a rate over whole "
             "seconds, so a baseline measured that way reads low and its ratio high.", "",
             *table(rows, [("date", "date", ""), ("recording", "recording", ""), ("recorded in", "commit", ""),
-                          ("14: kept at c=16 (infer/s)", "best", ""), ("x its baseline", "x", ""),
+                          ("14: kept row (infer/s at concurrency c)", "best", ""), ("x its baseline", "x", ""),
                           ("knee", "knee", "")])]
 
 

@@ -65,6 +65,12 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
         assert "In-process at batch 8, 2 stream(s): 1200 img/s." == knee_lines[1]
         assert knee_lines[-1] == f"![{notebook}_saturation.png](runs/h200/{notebook}_saturation.png)"
         assert lever_lines[0].startswith(f"Notebook {notebook},") and "| 1 image per request | 800 |" in "\n".join(lever_lines)
+        assert "two servers" not in lever_lines[-1]
+    knee["levers"].append({"lever": "C API", "throughput": 900.0, "x batch-1": 1.125, "server": "perf_analyzer's own server"})
+    (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
+    said = numbers.levers(numbers.recording(folder))[-1]
+    assert said.endswith("The C API row ran in perf_analyzer's own server, the others in notebook 14's: its ratio also "
+                         "holds whatever differs between two servers."), said
 
 
 def test_the_history_table_lists_every_archived_recording():
@@ -112,3 +118,47 @@ def test_13_without_a_stable_baseline_says_why_there_is_no_ratio(tmp_path):
     best["vs_baseline"] = 1.5
     (folder / "results" / "13_dynamic_batching_compare.json").write_text(json.dumps({"knobs": knobs, "best": best}))
     assert "1.5x this run's baseline" in "\n".join(numbers.knobs_13(numbers.recording(folder) | {"folder": rec["folder"]}))
+
+
+def test_13s_knob_row_stopped_by_the_memory_guard_says_so_not_unstable(tmp_path):
+    """13's results keep no error text: the table reads it from 13_knobs.csv, so a guard stop is not called noise."""
+    knobs = [{"knob": "transport", "value": "gRPC", "stable": False, "throughput": None, "p99_ms": None},
+             {"knob": "transport", "value": "HTTP", "stable": False, "throughput": None, "p99_ms": None}]
+    folder = tmp_path / "h200"
+    (folder / "results").mkdir(parents=True)
+    (folder / "results" / "13_dynamic_batching_compare.json").write_text(json.dumps({"knobs": knobs, "best": {}}))
+    (folder / "13_knobs.csv").write_text(
+        "knob,value,stable,error\n"
+        "transport,gRPC,False,\"'m' at concurrency 16: perf_analyzer passed the memory limit of 24 GB "
+        "(24594 MB resident after 17 s) and was stopped; see x.log\"\n"
+        "transport,HTTP,False,\"perf_analyzer found no stable measurement for 'm' at concurrency 16\"\n")
+    rec = numbers.recording(folder)
+    assert numbers._why_knob_13(rec, knobs[0]) == "stopped by the memory guard: 24594 MB after 17 s (limit 24 GB)"
+    assert numbers._why_knob_13(rec, knobs[1]) == "not stable"
+    (folder / "13_knobs.csv").unlink()
+    assert numbers._why_knob_13(rec, knobs[0]) == "no stable measurement (no 13_knobs.csv to say why)"
+
+
+def test_the_history_table_names_the_concurrency_of_each_kept_row():
+    """The CPU world's 14 measures at concurrency 4, the H200's at 16: the kept row says which."""
+    text = "\n".join(numbers.history())
+    assert "kept at c=16" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| 20")]
+    assert rows and all(re.search(r"\| \d+ at c=\d+ \(|\| - \|", row) for row in rows), rows[:3]
+    assert any(" at c=4 (" in row for row in rows if "| cpu-" in row)
+
+
+def test_16s_levers_set_14s_kept_row_beside_the_same_configuration_in_16s_server(tmp_path):
+    """Two servers of one configuration can differ by more than one server's runs: the page shows both rows."""
+    folder = tmp_path / "h200"
+    (folder / "results").mkdir(parents=True)
+    (folder / "results" / "16_saturation_and_knee.json").write_text(json.dumps({
+        "saturation": [{"concurrency": 16}], "levers": [
+            {"lever": "1 image per request", "throughput": 4500.0, "x batch-1": 1.0, "repeats": 3,
+             "throughput_min": 4400.0, "throughput_max": 4700.0}]}))
+    (folder / "results" / "14_near_the_limit.json").write_text(json.dumps({"best": "UINT8", "variants": [
+        {"variant": "UINT8", "throughput": 6200.0, "throughput_min": 6000.0, "throughput_max": 6500.0, "repeats": 3}]}))
+    said = numbers.levers(numbers.recording(folder))[2]
+    assert said == ("Notebook 14's kept row (UINT8) served 6200 infer/s in 14's server (6000-6500 (3 runs, 8% apart)); "
+                    "the same configuration, this table's first row, served 4500 in notebook 16's (4400-4700 (3 runs, "
+                    "7% apart)): each ratio here divides by 16's own row."), said

@@ -120,6 +120,11 @@ def test_lever_lines_and_the_served_split():
     lines = nearlimit.lever_lines(levers, 16)
     assert lines == ["lever at 16 images in flight: 4 per request: 20 infer/s (3 runs: 19-21) (p99 4.0 ms), 2.00x the "
                      "batch-1 row", "lever at 16 images in flight: C API: not measured (stopped)"]
+    levers.loc[2, ["stable", "throughput", "p99_ms", "x batch-1"]] = [True, 15.0, 3.0, 1.5]
+    levers["server"] = [None, None, "perf_analyzer's own server"]
+    assert nearlimit.lever_lines(levers, 16)[1] == ("lever at 16 images in flight: C API: 15 infer/s (p99 3.0 ms), 1.50x "
+                                                    "the batch-1 row (two servers: this row ran in perf_analyzer's own server)")
+    assert not nearlimit.lever_lines(levers, 16)[0].endswith("server)")
     knee = pd.Series({"concurrency": 8, "throughput": 100.0, "compute_infer_ms": 12.0, "queue_ms": 3.0, "network_ms": 1.0,
                       "client_cores": 1.5})
     said = nearlimit.served_split(knee, 10.0, 200.0, 4, 2)
