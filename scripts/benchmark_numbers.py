@@ -183,8 +183,10 @@ def _knee(results: dict) -> str:
     if first is None and search and _num(search.get("runs at the knee")) is None:  # recorded before knees were confirmed
         first = _num(search.get("throughput (img/s)"))
     if row:  # the knee confirmed: its median and range, then the search's own single run
+        p99 = (f"; p99 {_f(knee.get('p99_ms'), '.2f')} ms, the runs' {_f(row['p99_min'], '.2f')}-"
+               f"{_f(row['p99_max'], '.2f')}" if _num(row.get("p99_min")) is not None else "")
         text += (f" (median of {_f(row['repeats'])} runs, {_f(row.get('throughput_min'))}-{_f(row.get('throughput_max'))}"
-                 + (f"; the search's own run: {_f(first)}" if first is not None else "") + ")")
+                 + p99 + (f"; the search's own run: {_f(first)}" if first is not None else "") + ")")
     return f">= {text} (the sweep's top level: no knee reached)" if top else text
 
 

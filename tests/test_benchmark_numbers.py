@@ -162,3 +162,13 @@ def test_16s_levers_set_14s_kept_row_beside_the_same_configuration_in_16s_server
     assert said == ("Notebook 14's kept row (UINT8) served 6200 infer/s in 14's server (6000-6500 (3 runs, 8% apart)); "
                     "the same configuration, this table's first row, served 4500 in notebook 16's (4400-4700 (3 runs, "
                     "7% apart)): each ratio here divides by 16's own row."), said
+
+
+def test_a_confirmed_knee_shows_its_runs_p99_range_beside_the_median_runs():
+    """The knee's p99 is its median run's; one of the runs may sit over the budget, and the page shows it."""
+    results = {"knee": {"concurrency": 32, "throughput": 7000.0, "p99_ms": 9.6},
+               "saturation": [{"concurrency": 16}, {"concurrency": 32, "repeats": 3, "throughput_min": 6800.0,
+                                                    "throughput_max": 7200.0, "p99_min": 9.2, "p99_max": 10.4},
+                              {"concurrency": 48}]}
+    assert numbers._knee(results) == ("7000 infer/s at c=32 (median of 3 runs, 6800-7200; p99 9.60 ms, the runs' "
+                                      "9.20-10.40)")
