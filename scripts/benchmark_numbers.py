@@ -487,8 +487,9 @@ def history() -> list[str]:
         except Missing:
             knee_results = {}
         rows.append({"date": meta["date"], "recording": folder.name, "commit": meta["commit"][:7],
-                     "best": f"{float(best['throughput']):.0f} at c={_f(best.get('concurrency'))} ({best['variant']})"
-                             if best else "-",
+                     "best": f"{float(best['throughput']):.0f}"
+                             + (f" at c={_f(best['concurrency'])}" if _num(best.get("concurrency")) is not None else "")
+                             + f" ({best['variant']})" if best else "-",
                      "x": f"{float(best['throughput']) / float(base['throughput']):.1f}x" if best and base else "-",
                      "knee": _knee_short(knee_results)})
     rows.sort(key=lambda r: (r["date"], r["recording"]))
