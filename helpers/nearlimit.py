@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import time
 from collections import Counter
 from pathlib import Path
@@ -264,10 +265,13 @@ def saved(run_dir: str | Path, notebook: str) -> dict:
 
 def knee_lines(knees: pd.DataFrame) -> list[str]:
     """Recap lines of knee_table's rows: each search's knee (or none) and why it stopped."""
+    def named(k: pd.Series) -> str:  # a search that ended within the budget at its top level reached no knee
+        return "knee" if pd.notna(k.get("level above")) else "no knee reached; top level searched"
+
     return [f"knee search '{k['search']}': " + (
-        f"knee at c={k['knee c']:.0f} ({k['images in flight']:.0f} images in flight), {k['throughput (img/s)']:.0f} img/s, "
-        f"p99 {k['p99 (ms)']:.1f} ms" if pd.notna(k["knee c"]) else "no knee") + f"; stopped: {k['stopped because']}"
-        for _, k in knees.iterrows()]
+        f"{named(k)} at c={k['knee c']:.0f} ({k['images in flight']:.0f} images in flight), "
+        f"{k['throughput (img/s)']:.0f} img/s, p99 {k['p99 (ms)']:.1f} ms" if pd.notna(k["knee c"]) else "no knee")
+        + f"; stopped: {k['stopped because']}" for _, k in knees.iterrows()]
 
 
 def lever_lines(levers: pd.DataFrame, in_flight: int) -> list[str]:
@@ -286,7 +290,27 @@ def lever_lines(levers: pd.DataFrame, in_flight: int) -> list[str]:
         for _, lever in levers.iloc[1:].iterrows()]
 
 
-def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: int, streams: int,
+def around(mean_batch: float) -> list[int]:
+    """The whole batch sizes on either side of a mean batch size (one size when the mean is whole)."""
+    if not mean_batch >= 1:
+        raise ValueError(f"a mean batch size of at least 1 expected; got {mean_batch!r}")
+    return sorted({math.floor(mean_batch), math.ceil(mean_batch)})
+
+
+def at_mean_batch(rates: dict[int, float], mean_batch: float, streams: int) -> tuple[float, float]:
+    """In-process time per batch (ms) and images per second at a mean batch size: each stream's batch time, linear
+    between the whole batches on either side (`rates`: img/s of `streams` streams at once, by batch size)."""
+    missing = [b for b in around(mean_batch) if b not in rates]
+    if missing:
+        raise ValueError(f"in-process rates at batches {around(mean_batch)} expected around the mean batch "
+                         f"{mean_batch:.2f}; measured at {sorted(rates)}")
+    low, high = around(mean_batch)[0], around(mean_batch)[-1]
+    ms = {b: 1000 * b * streams / rates[b] for b in (low, high)}
+    per_batch = ms[low] + (mean_batch - low) * (ms[high] - ms[low])
+    return per_batch, 1000 * mean_batch * streams / per_batch
+
+
+def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: str, streams: int,
                  where: str = "") -> str:
     """Served at the knee (`where`: the line's label) against in-process at the batch the server formed, and where an
     average request's time went."""
@@ -300,6 +324,6 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
     where = where or f"at the knee (c={int(knee['concurrency'])})"
     return (f"{where}: served {knee['throughput']:.0f} infer/s = "
             f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
-            f"perf_analyzer kept {knee.get('client_cores', float('nan')):.1f} cores busy\n"
+            f"perf_analyzer kept {knee.get('client_cores', float('nan')):.2f} cores busy\n"
             "where an average request's time went (ms; the instance-contention part is compute infer minus the "
-            f"in-process time of the same batch):\n{split.round(2).to_string()}")
+            f"in-process time of a batch of the server's mean size):\n{split.round(2).to_string()}")

@@ -193,7 +193,7 @@ def on_failure(profile: str | None) -> str:
 def write_report(run_dir: Path, rows: list[dict]) -> Path:
     """report.md: each notebook's status, time and expected time, then the numbers the notebooks saved."""
     lines = [f"# Run {run_dir.name}", "", "| notebook | status | seconds | expected (s) |", "|---|---|---|---|"]
-    lines += [f"| {r['notebook']} | {r['status']} | {r['seconds']:.0f} | "
+    lines += [f"| {r['notebook']} | {r['status']} | {round(r['seconds'], 1):.0f} | "  # as run.json keeps it, so pages agree
               f"{'' if r.get('expected') is None else format(r['expected'], '.0f')} |" for r in rows]
     for path in sorted((run_dir / "results").glob("*.json")):
         lines += ["", f"## {path.stem}", "", "```json", path.read_text().strip(), "```"]

@@ -434,7 +434,10 @@ def knee(rec: dict) -> list[str]:
                   ""]
     if not results.get("knee"):
         lines.append("Without a knee there is no served rate at a batch size to set against in-process.")
-    elif results.get("inprocess_comparable"):
+    elif results.get("inprocess_comparable") and results.get("inprocess_at_knee") is not None:
+        lines.append(f"In-process at the server's mean batch at the knee, {_f(results.get('knee_batch'), '.3g')} (linear "
+                     f"between the whole batches around it){streams}: {_f(results['inprocess_at_knee'])} img/s.")
+    elif results.get("inprocess_comparable"):  # results from before the mean batch: the nearest whole batch
         lines.append(f"In-process at batch {results.get('knee_batch')}{streams}: "
                      f"{_f(inproc.get(str(results.get('knee_batch'))))} img/s.")
     if inproc:

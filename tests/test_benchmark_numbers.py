@@ -66,6 +66,10 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
         assert knee_lines[-1] == f"![{notebook}_saturation.png](runs/h200/{notebook}_saturation.png)"
         assert lever_lines[0].startswith(f"Notebook {notebook},") and "| 1 image per request | 800 |" in "\n".join(lever_lines)
         assert "two servers" not in lever_lines[-1]
+    # a recording with the in-process rate at the server's mean batch (linear between the whole batches around it)
+    (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "knee_batch": 6.61, "inprocess_at_knee": 1150.0}))
+    assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1] == ("In-process at the server's mean batch at the knee, 6.61 (linear "
+                                                          "between the whole batches around it), 2 stream(s): 1150 img/s.")
     knee["levers"].append({"lever": "C API", "throughput": 900.0, "x batch-1": 1.125, "server": "perf_analyzer's own server"})
     (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
     said = numbers.levers(numbers.recording(folder))[-1]

@@ -107,7 +107,10 @@ def test_knee_table_and_curves_count_images_in_flight():
     curve = nearlimit.knee_curves({"s": searched}, {"s": 2})["s (x 2)"]
     assert curve["concurrency"].tolist() == [32, 64, 128, 192, 256]
     lines = nearlimit.knee_lines(table)
-    assert "knee at c=4 (4 images in flight)" in lines[0] and lines[1].startswith("knee search 'batched': no knee")
+    assert "no knee reached; top level searched at c=4 (4 images in flight)" in lines[0]  # nothing above it was measured
+    assert lines[1].startswith("knee search 'batched': no knee;")
+    table.loc[0, "level above"] = 8  # a level over the budget above it: a knee
+    assert "'one': knee at c=4 (4 images in flight)" in nearlimit.knee_lines(table)[0]
     assert nearlimit.clean(table.to_dict(orient="records"))[1]["knee c"] is None
 
 
@@ -127,11 +130,11 @@ def test_lever_lines_and_the_served_split():
     assert not nearlimit.lever_lines(levers, 16)[0].endswith("server)")
     knee = pd.Series({"concurrency": 8, "throughput": 100.0, "compute_infer_ms": 12.0, "queue_ms": 3.0, "network_ms": 1.0,
                       "client_cores": 1.5})
-    said = nearlimit.served_split(knee, 10.0, 200.0, 4, 2)
+    said = nearlimit.served_split(knee, 10.0, 200.0, "4", 2)
     assert "served 100 infer/s = 50% of in-process batch 4, 2 at once (200 img/s)" in said
     assert re.search(r"^compute infer beyond in-process batch 4 +2\.0$", said, re.M) and "queue " in said
     assert said.startswith("at the knee (c=8): served")
-    top = nearlimit.served_split(knee, 10.0, 200.0, 4, 2, "at the top level searched (c=8; no knee reached)")
+    top = nearlimit.served_split(knee, 10.0, 200.0, "4", 2, "at the top level searched (c=8; no knee reached)")
     assert top.startswith("at the top level searched (c=8; no knee reached): served 100 infer/s")
 
 
@@ -211,3 +214,15 @@ def test_a_row_the_memory_guard_stops_is_measured_once_more_with_three_windows(t
     calls.clear()
     again = rows.measure("grpc", "always", fp32, {}, 16)
     assert [c["max_trials"] for c in calls] == [6, 3] and not again["stable"] and "memory limit" in again["error"]
+
+
+def test_in_process_at_the_servers_mean_batch_lies_between_the_whole_batches():
+    assert nearlimit.around(1.4) == [1, 2] and nearlimit.around(7.0) == [7]
+    with pytest.raises(ValueError, match="at least 1"):
+        nearlimit.around(0.5)
+    # two streams: batch 1 at 40 img/s (50 ms per batch), batch 2 at 50 img/s (80 ms per batch)
+    ms, rate = nearlimit.at_mean_batch({1: 40.0, 2: 50.0, 8: 90.0}, 1.4, 2)
+    assert ms == pytest.approx(50 + 0.4 * 30) and rate == pytest.approx(1000 * 1.4 * 2 / 62)
+    assert nearlimit.at_mean_batch({4: 80.0}, 4.0, 1) == pytest.approx((50.0, 80.0))
+    with pytest.raises(ValueError, match=r"batches \[2, 3\] expected around the mean batch 2.50; measured at \[1, 2\]"):
+        nearlimit.at_mean_batch({1: 40.0, 2: 50.0}, 2.5, 2)

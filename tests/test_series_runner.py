@@ -93,6 +93,14 @@ def test_a_chained_call_into_the_same_run_folder_adds_to_its_run_json(short_note
     assert recorded["trees"] is None and recorded["commit"] is None  # notebooks that ran different code: no one tree
 
 
+def test_the_report_rounds_a_time_as_run_json_keeps_it(tmp_path):
+    """run.json keeps a tenth of a second and the pages print it whole: report.md says the same whole seconds."""
+    series.update_run_file(tmp_path, "20_kubernetes", "ok", 14.54, "ci", {"helpers": "a"}, {"cpu_cores": 2})
+    kept = json.loads((tmp_path / "run.json").read_text())["notebooks"]["20_kubernetes"]["seconds"]
+    report = series.write_report(tmp_path, [{"notebook": "20_kubernetes", "status": "ok", "seconds": 14.54}]).read_text()
+    assert f"| 20_kubernetes | ok | {kept:.0f} |  |" in report and kept == 14.5
+
+
 def test_expected_times_come_from_the_profiles_recorded_runs(tmp_path, monkeypatch):
     (tmp_path / "rec").mkdir()
     (tmp_path / "rec" / "report.md").write_text("| notebook | status | seconds |\n|---|---|---|\n"
