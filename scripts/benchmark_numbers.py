@@ -317,10 +317,12 @@ def knobs_13(rec: dict) -> list[str]:
     """Notebook 13: one knob at a time, and the spread of the rows that measure the same configuration."""
     rows = need(rec, "13", "knobs")
     best = rec["results"]["13"].get("best") or {}
-    same = [float(r["throughput"]) for r in rows if _num(r.get("throughput")) is not None and (
-        (r["knob"], str(r["value"])) in {("instances", "1"), ("preferred batch sizes", "[8, 16]"),
-                                         ("queue delay (us)", "100"), ("backend parameters", "defaults"),
-                                         ("transport", "gRPC + system shm")})]
+    # each knob's row at the start configuration's value (13 saves them; older recordings: the profile's values then)
+    start_settings = rec["results"]["13"].get("start_settings") or {
+        "instances": 1, "preferred batch sizes": [8, 16], "queue delay (us)": 100, "backend parameters": "defaults",
+        "transport": "gRPC + system shm"}
+    same = [float(r["throughput"]) for r in rows if _num(r.get("throughput")) is not None
+            and str(r["value"]) == str(start_settings.get(r["knob"]))]
     # the sweep measured the same model and batching at its top level, in its own server: the same configuration
     results = rec["results"]["13"]
     at_top = results.get("at_top_concurrency") or {}

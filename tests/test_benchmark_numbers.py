@@ -124,6 +124,21 @@ def test_13_without_a_stable_baseline_says_why_there_is_no_ratio(tmp_path):
     assert "1.5x this run's baseline" in "\n".join(numbers.knobs_13(numbers.recording(folder) | {"folder": rec["folder"]}))
 
 
+def test_13s_spread_counts_the_knob_rows_at_the_start_configurations_own_values(tmp_path):
+    """The rows that measure the start configuration are found from the settings 13 saved, not from a fixed list."""
+    knobs = [{"knob": "instances", "value": "1", "stable": True, "throughput": 1000.0, "p99_ms": 4.0},
+             {"knob": "instances", "value": "2", "stable": True, "throughput": 1300.0, "p99_ms": 4.0},
+             {"knob": "preferred batch sizes", "value": "[4]", "stable": True, "throughput": 1100.0, "p99_ms": 4.0},
+             {"knob": "preferred batch sizes", "value": "[8, 16]", "stable": True, "throughput": 1500.0, "p99_ms": 4.0}]
+    best = {"settings": {"instances": 1}, "stable": True, "throughput": 1000.0, "p99_ms": 4.0, "concurrency": 16}
+    folder = tmp_path / "h200"
+    (folder / "results").mkdir(parents=True)
+    saved = {"knobs": knobs, "best": best, "start_settings": {"instances": 1, "preferred batch sizes": [4]}}
+    (folder / "results" / "13_dynamic_batching_compare.json").write_text(json.dumps(saved))
+    rec = numbers.recording(folder) | {"folder": numbers.ROOT / "docs" / "runs" / "h200"}
+    assert "served 1000-1100 infer/s (10% apart, one run each)" in "\n".join(numbers.knobs_13(rec))
+
+
 def test_13s_knob_row_stopped_by_the_memory_guard_says_so_not_unstable(tmp_path):
     """13's results keep no error text: the table reads it from 13_knobs.csv, so a guard stop is not called noise."""
     knobs = [{"knob": "transport", "value": "gRPC", "stable": False, "throughput": None, "p99_ms": None},
