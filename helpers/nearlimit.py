@@ -312,7 +312,7 @@ def at_mean_batch(rates: dict[int, float], mean_batch: float, streams: int) -> t
 
 def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: str, streams: int,
                  where: str = "") -> str:
-    """Served at the knee (`where`: the line's label) against in-process at the batch the server formed, and where an
+    """Served at the knee (`where`: the line's label) against in-process at the server's mean batch, and where an
     average request's time went."""
     split = pd.Series({
         "client send + receive": knee.get("client_send_ms", 0) + knee.get("client_recv_ms", 0),

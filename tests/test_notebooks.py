@@ -171,7 +171,7 @@ def test_saturation_and_knee_numbers(ci_run):
     windows = series.profile_parameters("ci", "16_saturation_and_knee")["measurement_request_count"]
     assert c_api["stable"] and c_api["window_requests"] == windows  # count windows of the profile's size: they fit
     assert c_api["requests"] >= 20                                  # what perf_analyzer's summary counted
-    # the in-process reference: one stream per instance, at the batch the server formed at the knee (and the lever's)
+    # the in-process reference: one stream per instance, around the server's mean batch at the knee (and the lever's)
     assert knee16["inprocess_skipped"] == "" and knee16["inprocess_streams"] == knee16["instances"]
     around = nearlimit.around(knee16["knee_batch"])  # the whole batches on either side of the server's mean
     assert {str(b) for b in around} | {"8"} <= set(knee16["inprocess"]) and knee16["inprocess_at_knee"] > 0, knee16
@@ -247,5 +247,7 @@ def test_kubernetes_notebook_numbers(ci_run):
     assert k8s["settings"]["instance_count"] >= 1  # the configuration 13 kept, deployed
     # issue 24, item 32: measured here on the CPU, exported for the GPU pods the manifests request
     assert k8s["pod_gpus"] == 1 and k8s["exported"] == ["resnet18: KIND_GPU in pods with 1 GPU(s)"]
+    hpa = next((series.ROOT / "build" / "k8s" / "plain").glob("*horizontalpodautoscaler*")).read_text()
+    assert f"maxReplicas: {k8s['max_replicas']}" in hpa  # the ceiling the recap checks each plan against
     for png in ("20_queue_signal.png", "20_capacity.png"):
         assert (ci_run / png).stat().st_size > 10_000, png
