@@ -77,11 +77,24 @@ def _placeholder(ax, y: float, reason: str) -> None:
                 bbox=dict(boxstyle="round,pad=0.2", facecolor="#fdecea", edgecolor="tab:red"))
 
 
+def _run_range(row: Mapping | pd.Series, column: str) -> tuple[float | None, float | None]:
+    """The lowest and highest of a row's runs for `column` (throughput or p99_ms), or (None, None) for one run."""
+    stem = "throughput" if column == "throughput" else "p99"
+    low, high = row.get(f"{stem}_min"), row.get(f"{stem}_max")
+    try:
+        low, high = float(low), float(high)
+    except (TypeError, ValueError):
+        return None, None
+    return (low, high) if np.isfinite(low) and np.isfinite(high) and high > low else (None, None)
+
+
 def _hbars(rows: Mapping[str, Mapping | pd.Series], title: str, *, p99_budget_ms: float | None = None,
            wrap: int = 34, path: str | Path | None = None):
-    """Throughput and p99 as horizontal bars, one row per label in the order given; a row without a number is a
+    """Throughput and p99 as horizontal bars, one row per label in the order given; a row measured several times
+    (`throughput_min`/`_max`, `p99_min`/`_max`) has a whisker over its runs' range; a row without a number is a
     marked placeholder with its reason; the p99 budget, when given, is a dashed line."""
     labels = list(rows)
+    ranged = False
     wrapped = [textwrap.fill(str(label), wrap) for label in labels]
     lines = max((w.count("\n") + 1 for w in wrapped), default=1)
     fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 1.4 + len(labels) * (0.28 + 0.17 * lines)), sharey=True)
@@ -90,8 +103,12 @@ def _hbars(rows: Mapping[str, Mapping | pd.Series], title: str, *, p99_budget_ms
         for k, label in enumerate(labels):
             row = rows[label]
             if _measured(row, column):
-                bar = ax.barh(k, float(row[column]), color=color)
-                ax.bar_label(bar, fmt="%.1f", padding=3, fontsize=8)
+                value, low, high = float(row[column]), *_run_range(row, column)
+                ax.barh(k, value, color=color, xerr=None if low is None else [[value - low], [high - value]],
+                        error_kw={"ecolor": "black", "capsize": 3, "linewidth": 1})
+                ranged |= low is not None
+                ax.annotate(f"{value:.1f}", (value if high is None else max(value, high), k), xytext=(4, 0),
+                            textcoords="offset points", va="center", fontsize=8)
             else:
                 _placeholder(ax, k, failure_reason(row.get("error")) if ax is ax_t else "see left")
         ax.set_xlabel(f"{column.replace('_ms', '')} ({unit})")
@@ -103,7 +120,7 @@ def _hbars(rows: Mapping[str, Mapping | pd.Series], title: str, *, p99_budget_ms
         ax_p.set_title(f"p99 latency (red dashed line: the p99 budget, {p99_budget_ms:g} ms)")
     ax_t.set_yticks(y, wrapped, fontsize=9)
     ax_t.set_ylim(len(labels) - 0.5, -0.5)  # the first row on top
-    ax_t.set_title("throughput")
+    ax_t.set_title("throughput" + (" (whiskers: the range of a row's runs)" if ranged else ""))
     fig.suptitle(title)
     fig.tight_layout()
     return _save(fig, path)

@@ -196,3 +196,21 @@ def test_a_knee_at_the_top_level_is_a_lower_bound_and_the_legend_covers_no_line(
     fig = plots.sweep({"UINT8": above}, "Saturation", p99_budget_ms=400.0, knee=perf.best(above, 400.0))
     assert "knee: 39 infer/s at c=4" in _texts(fig) and "top level" not in _texts(fig)
     _check(fig, ["UINT8"], ["c=8"])
+
+
+def test_a_row_measured_several_times_has_a_whisker_over_its_runs():
+    """14's and 12's rows with repeats: the bar is the median, the whisker its runs' range; a single run has none."""
+    table = pd.DataFrame([{"variant": "baseline", "stable": True, "throughput": 600.0, "p99_ms": 9.0,
+                           "throughput_min": 500.0, "throughput_max": 700.0, "p99_min": 8.0, "p99_max": 12.0},
+                          {"variant": "one run", "stable": True, "throughput": 5600.0, "p99_ms": 4.0,
+                           "throughput_min": float("nan"), "throughput_max": float("nan")}])
+    fig = plots.effect(table, "variant", "whiskers")
+    ax_t, ax_p = fig.axes[:2]
+    spans = [sorted(seg[:, 0]) for c in ax_t.collections for seg in c.get_segments() if len(seg) == 2]
+    assert [500.0, 700.0] in [[round(a, 6), round(b, 6)] for a, b in spans] and len(spans) == 1, spans
+    assert len([seg for c in ax_p.collections for seg in c.get_segments()]) == 1  # p99 8-12 for the first row only
+    assert "whiskers: the range of a row's runs" in _texts(fig) and "600.0" in _texts(fig)
+    _check(fig, table["variant"].tolist())
+    one = plots.effect(table.iloc[1:], "variant", "one run each")
+    assert "whiskers" not in _texts(one) and not [c for ax in one.axes for c in ax.collections if c.get_segments()]
+    plt.close(one)
