@@ -265,18 +265,25 @@ def check_repository(docs: Sequence[dict], repository: str | Path) -> list[str]:
     return lines
 
 
+def replicas_at(rate_rps: float, per_replica_rps: float) -> int:
+    """The fewest replicas that serve `rate_rps` at `per_replica_rps` each (a quotient that is whole in exact
+    arithmetic stays whole: 6.000000000000001 is 6)."""
+    return max(1, math.ceil(round(rate_rps / per_replica_rps, 9)))
+
+
 def replicas_for(target_rps: float, per_replica_rps: float, headroom: float = 0.3) -> int:
     """Replicas for a request rate when each may run at (1 - headroom) of its measured knee throughput."""
     if not 0 <= headroom < 1:
         raise ValueError(f"headroom must be in [0, 1); got {headroom}")
-    return max(1, math.ceil(target_rps / (per_replica_rps * (1 - headroom))))
+    return replicas_at(target_rps, per_replica_rps * (1 - headroom))
 
 
 def simulate(replicas: int, per_replica_rps: float, target_rps: float, *, base_ms: float, seconds: float = 60.0,
              burst_factor: float = 2.0, burst_share: float = 0.2, seed: int = 0) -> np.ndarray:
     """Latencies (ms) of a discrete-event run: bursty Poisson arrivals (rate x burst_factor for burst_share of the
     time, lower otherwise, same mean), each sent to the replica that frees up first; a replica serves one request
-    per 1/per_replica_rps (its measured knee, so batching is folded into that rate), plus base_ms of fixed latency."""
+    per 1/per_replica_rps (its measured knee, so batching is folded into that rate); a request's latency is its wait
+    for a free replica plus base_ms, the latency measured without queueing."""
     rng = np.random.default_rng(seed)
     low = target_rps * (1 - burst_share * burst_factor) / (1 - burst_share)
     if low <= 0:
@@ -294,7 +301,7 @@ def simulate(replicas: int, per_replica_rps: float, target_rps: float, *, base_m
         k = int(np.argmin(free))
         start = max(at, free[k])
         free[k] = start + service
-        latency[i] = (free[k] - at) * 1000.0 + base_ms
+        latency[i] = (start - at) * 1000.0 + base_ms  # the wait, then the request's own measured latency
     return latency
 
 

@@ -325,5 +325,6 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
     return (f"{where}: served {knee['throughput']:.0f} infer/s = "
             f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
             f"perf_analyzer kept {knee.get('client_cores', float('nan')):.2f} cores busy\n"
-            "where an average request's time went (ms; the instance-contention part is compute infer minus the "
-            f"in-process time of a batch of the server's mean size):\n{split.round(2).to_string()}")
+            "where an average request's time went (ms; "
+            + ("the instance-contention part" if streams > 1 else "the part beyond one in-process stream")
+            + f" is compute infer minus the in-process time of a batch of the server's mean size):\n{split.round(2).to_string()}")

@@ -878,8 +878,9 @@ def find_knee(measure: Callable[[int], dict], p99_budget_ms: float, *, start: in
 
 
 def _figure(x: float) -> str:
-    """A measured figure as a reader takes it in: whole numbers from 100 up, three significant digits below."""
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+    """A measured figure as a reader takes it in: whole numbers from 100 up, one decimal from 10, three significant
+    digits below (so both ends of a range read alike: 42.6-45.0, not 42.6-45)."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
 
 
 def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True, simpler: str | Sequence[str],

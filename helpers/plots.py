@@ -33,15 +33,19 @@ def predictions(image: np.ndarray, top5: list[tuple[int, str, float]], title: st
 
 
 def latency_bars(table: pd.DataFrame, title: str, path: str | Path | None = None):
-    """Mean latency per row with p50..p99 whiskers, from bench.summarize's table."""
-    fig, ax = plt.subplots(figsize=(8, 0.6 * len(table) + 1.5))
+    """p50 latency per row (bench.summarize's table), with a whisker to p99 where every row has 100 samples, to p90
+    where it has 10; with fewer, no whisker: the slowest sample or two would set it (07's table leaves them out too)."""
+    n = int(table["n"].min()) if "n" in table and len(table) else 0
+    upper = "p99" if n >= 100 else "p90" if n >= 10 else None
+    fig, ax = plt.subplots(figsize=(8, 0.6 * len(table) + 1.7))
     y = np.arange(len(table))
     ax.barh(y, table["p50_ms"], color="tab:blue", label="p50")
-    ax.errorbar(table["p50_ms"], y, xerr=[np.zeros(len(table)), table["p99_ms"] - table["p50_ms"]], fmt="none",
-                ecolor="black", capsize=4, label="p50 to p99")
+    if upper:
+        ax.errorbar(table["p50_ms"], y, xerr=[np.zeros(len(table)), table[f"{upper}_ms"] - table["p50_ms"]], fmt="none",
+                    ecolor="black", capsize=4, label=f"p50 to {upper}")
     ax.set_yticks(y, table.index)
     ax.set_xlabel("latency (ms)")
-    ax.set_title(title)
+    ax.set_title(title + ("" if upper else f"\np50 only: {n} samples per row, too few for a p90 or p99"))
     ax.legend(loc="lower right")
     fig.tight_layout()
     return _save(fig, path)
@@ -350,15 +354,19 @@ def queue_signal(signal: pd.DataFrame, threshold_us: float, p99_budget_ms: float
     return _save(fig, path)
 
 
-def simulated_latency(sims: Mapping[tuple[str, int], np.ndarray], title: str, path: str | Path | None = None):
-    """p50 and p99 of simulated latencies per replica count, one panel per knee."""
+def simulated_latency(sims: Mapping[tuple[str, int], np.ndarray], title: str, path: str | Path | None = None, *,
+                      budgets: Mapping[str, float] | None = None):
+    """p50 and p99 of simulated latencies per replica count, one panel per knee; each panel's p99 budget, when given,
+    a dashed line."""
     wheres = list(dict.fromkeys(where for where, _ in sims))
     fig, axes = plt.subplots(1, len(wheres), figsize=(6 * len(wheres), 3.8), squeeze=False)
     for ax, where in zip(axes[0], wheres):
         counts = sorted(n for w, n in sims if w == where)
         for q, style in ((50, "o-"), (99, "s-")):
             ax.plot(counts, [np.percentile(sims[(where, n)], q) for n in counts], style, label=f"p{q}")
-        ax.set(xlabel="replicas", ylabel="latency (ms)", title=where, yscale="log")
+        if budgets and where in budgets:
+            ax.axhline(budgets[where], color="tab:red", linestyle="--", label=f"p99 budget, {budgets[where]:g} ms")
+        ax.set(xlabel="replicas", ylabel="latency (ms)", title=textwrap.fill(where, 48), yscale="log")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
         ax.legend()

@@ -258,7 +258,9 @@ def article_comparison(rec: dict) -> list[str]:
     return [f"The article's comparison at concurrency {_top_level(settings.get('concurrency'))} "
             f"({settings.get('protocol', '?')}, shared memory {settings.get('shared_memory', '?')}; one measurement "
             f"per row). In-process is the same model at batch {batch} in the notebook's own process, so a model "
-            f"without batching is compared with a batch it never forms:", "",
+            f"without batching is compared with a batch it never forms"
+            + (f"; at concurrency {level:.0f}, below batch {batch}, the batched models form smaller batches too"
+               if level is not None and _num(batch) is not None and level < float(batch) else "") + ":", "",
             *table(rows, [("model", "model", ""), ("infer/s", "infer/s", ".0f"), ("p99 (ms)", "p99 (ms)", ".2f"),
                           ("x baseline", "x baseline", ".2f"), (f"in-process, batch {batch} (img/s)", "in-process",
                                                                 ".0f"),
@@ -392,6 +394,13 @@ def variants_14(rec: dict) -> list[str]:
     if contest:
         lines += ["", f"The winner rule ({contest['runs_per_finalist']} runs of each finalist, in turns): "
                       f"{contest['verdict']}."]
+    elif best:  # one run each: the rule was not run, and the kept row is the fastest single run within the budget
+        runner_up = max((float(r["throughput"]) for r in rows if r is not best and _num(r.get("throughput")) is not None
+                         and r.get("stable") in (True, "True", 1)), default=None)
+        lines += ["", "The winner rule did not run (one run of each variant): the kept row is the fastest single run "
+                      "within the p99 budget, a pick within one run's noise" + (
+                          f"; the fastest other stable row served {runner_up:.0f} infer/s "
+                          f"({runner_up / float(best['throughput']) - 1:+.1%})" if runner_up else "") + "."]
     return [*lines, "", *(_plots_named(rec, "_variants.png") or _plots(rec, "14")[:1])]  # older: 14_plot1.png
 
 
@@ -437,8 +446,12 @@ def knee(rec: dict) -> list[str]:
     if not results.get("knee"):
         lines.append("Without a knee there is no served rate at a batch size to set against in-process.")
     elif results.get("inprocess_comparable") and results.get("inprocess_at_knee") is not None:
-        lines.append(f"In-process at the server's mean batch at the knee, {_f(results.get('knee_batch'), '.3g')} (linear "
-                     f"between the whole batches around it){streams}: {_f(results['inprocess_at_knee'])} img/s.")
+        mean = float(results["knee_batch"])
+        where = "at the knee" if results.get("above_knee") is not None else "at the top level searched (no knee reached)"
+        lines.append(f"In-process at the server's mean batch {where}, " + (
+            f"{mean:.0f} (a whole batch)" if mean.is_integer() else f"{mean:.3g} (linear between the whole batches "
+                                                                     "around it)") + f"{streams}: "
+                     f"{_f(results['inprocess_at_knee'])} img/s.")
     elif results.get("inprocess_comparable"):  # results from before the mean batch: the nearest whole batch
         lines.append(f"In-process at batch {results.get('knee_batch')}{streams}: "
                      f"{_f(inproc.get(str(results.get('knee_batch'))))} img/s.")

@@ -67,9 +67,17 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
         assert lever_lines[0].startswith(f"Notebook {notebook},") and "| 1 image per request | 800 |" in "\n".join(lever_lines)
         assert "two servers" not in lever_lines[-1]
     # a recording with the in-process rate at the server's mean batch (linear between the whole batches around it)
-    (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "knee_batch": 6.61, "inprocess_at_knee": 1150.0}))
-    assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1] == ("In-process at the server's mean batch at the knee, 6.61 (linear "
-                                                          "between the whole batches around it), 2 stream(s): 1150 img/s.")
+    (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "knee_batch": 6.61, "inprocess_at_knee": 1150.0,
+                                                                 "above_knee": 32}))
+    assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1] == (
+        "In-process at the server's mean batch at the knee, 6.61 (linear between the whole batches around it), "
+        "2 stream(s): 1150 img/s.")
+    # a search that ended at its top level within the budget, at a whole mean batch
+    (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "knee_batch": 2.0, "inprocess_at_knee": 48.0,
+                                                                 "above_knee": None}))
+    assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1] == (
+        "In-process at the server's mean batch at the top level searched (no knee reached), 2 (a whole batch), "
+        "2 stream(s): 48 img/s.")
     knee["levers"].append({"lever": "C API", "throughput": 900.0, "x batch-1": 1.125, "server": "perf_analyzer's own server"})
     (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
     said = numbers.levers(numbers.recording(folder))[-1]
@@ -104,6 +112,22 @@ def test_14s_table_shows_each_rows_screening_run_and_a_dash_where_a_recording_la
     assert "| article baseline: FP32 | 600 | 500-700 (3 runs, 40% apart) | 650 |" in text
     assert "| FP32 + batching | 5600 | one run | 5600 |" in text
     assert "| UINT8, 2 instances | 5400 | 4700-5500 (3 runs, 17% apart) | - |" in text
+
+
+def test_14_with_one_run_each_says_the_winner_rule_did_not_run(tmp_path):
+    """The ci profile's 14 (repeats 1): no contest; the page says the kept row is one run's pick, and by how much."""
+    variants = [{"variant": "article baseline: FP32", "stable": True, "throughput": 31.3, "p99_ms": 200.0},
+                {"variant": "FP32 + batching, system shm", "stable": True, "throughput": 46.94, "p99_ms": 150.0},
+                {"variant": "UINT8, 2 instances", "stable": True, "throughput": 46.63, "p99_ms": 140.0}]
+    folder = tmp_path / "cpu"
+    (folder / "results").mkdir(parents=True)
+    (folder / "results" / "14_near_the_limit.json").write_text(json.dumps(
+        {"variants": variants, "best": "FP32 + batching, system shm", "variants_contest": None}))
+    rec = numbers.recording(folder) | {"folder": numbers.ROOT / "docs" / "runs" / "cpu"}
+    text = "\n".join(numbers.variants_14(rec))
+    assert ("The winner rule did not run (one run of each variant): the kept row is the fastest single run within the "
+            "p99 budget, a pick within one run's noise; the fastest other stable row served 47 infer/s (-0.7%).") in text
+    assert "The winner rule (" not in text
 
 
 def test_13_without_a_stable_baseline_says_why_there_is_no_ratio(tmp_path):

@@ -67,6 +67,9 @@ def test_replicas_follow_the_headroom_rule():
     assert k8s.replicas_for(100, 1000, 0.0) == 1
     with pytest.raises(ValueError, match="headroom"):
         k8s.replicas_for(1, 1, 1.0)
+    # a burst of exactly six replicas' rate (the CPU recording's): 3 x 43.9679 x 2 / 43.9679 is 6.000000000000001
+    assert 3 * 43.9679 * 2 / 43.9679 > 6 and k8s.replicas_at(3 * 43.9679 * 2, 43.9679) == 6
+    assert k8s.replicas_at(264.0, 43.9679) == 7 and k8s.replicas_for(3 * 43.9679, 43.9679 / 0.7, 0.3) == 3
 
 
 def test_simulation_queues_only_when_bursts_exceed_capacity():
@@ -74,6 +77,9 @@ def test_simulation_queues_only_when_bursts_exceed_capacity():
     tight = k8s.simulate(1, 1000, 900, base_ms=3, seconds=20, burst_factor=2.0, burst_share=0.2)
     assert np.percentile(calm, 99) < 10 < np.percentile(tight, 99)
     assert abs(len(calm) / 20 - 1000) < 100  # the mean rate is the target rate
+    # a request that finds a replica free takes the measured latency without queueing, base_ms, and no more
+    lone = k8s.simulate(50, 100, 1, base_ms=28.4, seconds=10)
+    assert np.median(lone) == pytest.approx(28.4) and lone.min() == pytest.approx(28.4)
 
 
 def test_manifests_are_plain_yaml_without_anchors(written):

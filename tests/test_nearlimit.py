@@ -133,7 +133,10 @@ def test_lever_lines_and_the_served_split():
     said = nearlimit.served_split(knee, 10.0, 200.0, "4", 2)
     assert "served 100 infer/s = 50% of in-process batch 4, 2 at once (200 img/s)" in said
     assert re.search(r"^compute infer beyond in-process batch 4 +2\.0$", said, re.M) and "queue " in said
-    assert said.startswith("at the knee (c=8): served")
+    assert said.startswith("at the knee (c=8): served") and "the instance-contention part is" in said
+    # one instance: nothing to contend with; the line names the part without a cause the run cannot have had
+    alone = nearlimit.served_split(knee, 10.0, 200.0, "4", 1)
+    assert "the part beyond one in-process stream is" in alone and "contention" not in alone
     top = nearlimit.served_split(knee, 10.0, 200.0, "4", 2, "at the top level searched (c=8; no knee reached)")
     assert top.startswith("at the top level searched (c=8; no knee reached): served 100 infer/s")
 

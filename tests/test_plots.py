@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import perf, plots  # noqa: E402
+from helpers import bench, perf, plots  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "docs" / "data"
 ARCHIVE = DATA / "archive" / "h200-2026-12-02"  # a recorded run with a stopped gRPC row
@@ -214,3 +214,31 @@ def test_a_row_measured_several_times_has_a_whisker_over_its_runs():
     one = plots.effect(table.iloc[1:], "variant", "one run each")
     assert "whiskers" not in _texts(one) and not [c for ax in one.axes for c in ax.collections if c.get_segments()]
     plt.close(one)
+
+
+def test_latency_bars_draw_a_tail_only_from_enough_samples():
+    """07's figure: p50 bars; a whisker to p99 from 100 samples, to p90 from 10, none from fewer (as its table)."""
+    rng = np.random.default_rng(0)
+    for repeats, whisker in ((5, None), (20, "p50 to p90"), (100, "p50 to p99")):
+        table = bench.summarize({"local": rng.normal(40, 2, repeats), "Triton HTTP": rng.normal(45, 3, repeats)})
+        fig = plots.latency_bars(table, "ResNet50 ONNX: local vs Triton")
+        text = _texts(fig)
+        if whisker:
+            assert whisker in text and "p50 only" not in text
+        else:
+            assert "p50 only: 5 samples per row, too few for a p90 or p99" in text and "p50 to" not in text
+        _check(fig, ["local", "Triton HTTP"])
+
+
+def test_capacity_figure_draws_each_plans_budget():
+    """20's simulated latency per replica count: a dashed p99 budget in each panel, named in its legend."""
+    from helpers import k8s
+
+    sims = {(where, n): k8s.simulate(n, rate, 2.5 * rate, base_ms=base, seconds=5)
+            for where, rate, base in (("this machine (cpu)", 44.0, 28.0), ("H200 (notebook 13's gRPC row, docs/runs/h200)",
+                                                                           4500.0, 2.0)) for n in (3, 4, 5)}
+    fig = plots.simulated_latency(sims, "Simulated latency", budgets={"this machine (cpu)": 400.0,
+                                                                     "H200 (notebook 13's gRPC row, docs/runs/h200)": 10.0})
+    text = _texts(fig)
+    assert "p99 budget, 400 ms" in text and "p99 budget, 10 ms" in text
+    _check(fig, ["this machine (cpu)"])
