@@ -278,31 +278,35 @@ def replicas_for(target_rps: float, per_replica_rps: float, headroom: float = 0.
     return replicas_at(target_rps, per_replica_rps * (1 - headroom))
 
 
-def simulate(replicas: int, per_replica_rps: float, target_rps: float, *, base_ms: float, seconds: float = 60.0,
+def simulate(replicas: int, per_replica_rps: float, target_rps: float, *, base_ms: float, seconds: float = 600.0,
              burst_factor: float = 2.0, burst_share: float = 0.2, seed: int = 0) -> np.ndarray:
-    """Latencies (ms) of a discrete-event run: bursty Poisson arrivals (rate x burst_factor for burst_share of the
-    time, lower otherwise, same mean), each sent to the replica that frees up first; a replica serves one request
-    per 1/per_replica_rps (its measured knee, so batching is folded into that rate); a request's latency is its wait
-    for a free replica plus base_ms, the latency measured without queueing."""
+    """Latencies (ms) of a discrete-event run: Poisson arrivals in one-second periods, exactly round(burst_share x
+    periods) of them bursts at rate x burst_factor (at random places), the rest lower, so the mean is the target;
+    each request goes to the replica that frees up first; a replica serves one request per 1/per_replica_rps (its
+    measured knee, so batching is folded into that rate); a request's latency is its wait for a free replica plus
+    base_ms, the latency measured without queueing."""
     rng = np.random.default_rng(seed)
     low = target_rps * (1 - burst_share * burst_factor) / (1 - burst_share)
     if low <= 0:
         raise ValueError("burst_factor x burst_share must stay below 1")
-    t, arrivals, period = 0.0, [], 1.0  # one-second periods, each a burst with probability burst_share
-    while t < seconds:
-        rate = target_rps * burst_factor if rng.random() < burst_share else low
-        n = rng.poisson(rate * period)
-        arrivals.extend(np.sort(t + rng.random(n) * period))
-        t += period
-    service = 1.0 / per_replica_rps
-    free = np.zeros(replicas)
-    latency = np.empty(len(arrivals))
-    for i, at in enumerate(arrivals):
-        k = int(np.argmin(free))
-        start = max(at, free[k])
-        free[k] = start + service
-        latency[i] = (start - at) * 1000.0 + base_ms  # the wait, then the request's own measured latency
-    return latency
+    periods = max(1, round(seconds))
+    bursts = np.zeros(periods, bool)
+    bursts[rng.permutation(periods)[:round(burst_share * periods)]] = True
+    counts = rng.poisson(np.where(bursts, target_rps * burst_factor, low))
+    arrivals = np.concatenate([t + np.sort(rng.random(n)) for t, n in enumerate(counts)]) if counts.sum() else np.zeros(0)
+    return (starts(arrivals, replicas, 1.0 / per_replica_rps) - arrivals) * 1000.0 + base_ms
+
+
+def starts(arrivals: np.ndarray, replicas: int, service_s: float) -> np.ndarray:
+    """When each request (sorted arrival times, s) starts, each sent to the replica that frees up first. With equal
+    service times replicas free up in the order their requests started, so request i starts once request i - replicas
+    is done: start_i = max(arrival_i, start_(i - replicas) + service), a running maximum along each chain."""
+    start = np.empty(len(arrivals))
+    for chain in range(replicas):
+        a = arrivals[chain::replicas]
+        k = np.arange(len(a)) * service_s
+        start[chain::replicas] = k + np.maximum.accumulate(a - k) if len(a) else a
+    return start
 
 
 def warm_batch_sizes(max_batch_size: int, up_to: int | None = None) -> list[int]:

@@ -77,6 +77,20 @@ def test_simulation_queues_only_when_bursts_exceed_capacity():
     tight = k8s.simulate(1, 1000, 900, base_ms=3, seconds=20, burst_factor=2.0, burst_share=0.2)
     assert np.percentile(calm, 99) < 10 < np.percentile(tight, 99)
     assert abs(len(calm) / 20 - 1000) < 100  # the mean rate is the target rate
+    # exactly a fifth of the seconds are bursts, so the mean rate is the target's, whatever the seed
+    for seed in range(3):
+        drawn = k8s.simulate(3, 100, 136, base_ms=28, seconds=600, seed=seed)
+        assert abs(len(drawn) / 600 - 136) < 3, len(drawn) / 600
+    # the running-maximum recursion equals an event loop that sends each request to the earliest free replica
+    rng = np.random.default_rng(1)
+    for replicas, service in ((1, 0.01), (3, 1 / 250), (7, 0.002)):
+        arrivals = np.sort(rng.random(3000) * 10)
+        free, loop = np.zeros(replicas), []
+        for at in arrivals:
+            k = int(np.argmin(free))
+            loop.append(max(at, free[k]))
+            free[k] = loop[-1] + service
+        assert np.allclose(k8s.starts(arrivals, replicas, service), loop, rtol=0, atol=1e-9)
     # a request that finds a replica free takes the measured latency without queueing, base_ms, and no more
     lone = k8s.simulate(50, 100, 1, base_ms=28.4, seconds=10)
     assert np.median(lone) == pytest.approx(28.4) and lone.min() == pytest.approx(28.4)
