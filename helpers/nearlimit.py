@@ -274,6 +274,23 @@ def knee_lines(knees: pd.DataFrame) -> list[str]:
         + f"; stopped: {k['stopped because']}" for _, k in knees.iterrows()]
 
 
+def other_knee_lines(knees: pd.DataFrame, kept: str) -> list[str]:
+    """A recap line for each batch-1 search whose knee served more images/s than the kept variant's (14 picked at one
+    concurrency, and the knee may favour another; only the kept variant's knee is measured several times)."""
+    one = knees[(knees["images/request"] == 1) & knees["throughput (img/s)"].notna()].set_index("search")
+    if kept not in one.index:
+        return []
+    def at(k: pd.Series) -> str:
+        runs = int(k["runs at the knee"])
+        return (f"{k['throughput (img/s)']:.0f} img/s at c={k['knee c']:.0f} "
+                f"({'one run' if runs == 1 else f'the median of {runs} runs'})")
+
+    ours = one.loc[kept]
+    return [f"'{label}' served more within the budget than the kept '{kept}': {at(k)} against {at(ours)}; notebook 14 "
+            "chose at one concurrency, and the load of a knee can favour another variant"
+            for label, k in one.iterrows() if label != kept and k["throughput (img/s)"] > ours["throughput (img/s)"]]
+
+
 def lever_lines(levers: pd.DataFrame, in_flight: int) -> list[str]:
     """Recap lines of a levers table (its first row is the batch-1 row the others are set against)."""
     def spread(row) -> str:
@@ -284,9 +301,19 @@ def lever_lines(levers: pd.DataFrame, in_flight: int) -> list[str]:
         server = row.get("server")  # a row served by another server than the batch-1 row's (the C API's own)
         return f" (two servers: this row ran in {server})" if isinstance(server, str) else ""
 
+    def span(row) -> tuple[float, float]:
+        repeated = pd.notna(row.get("throughput_min")) and row.get("repeats", 0) > 1
+        return (row["throughput_min"], row["throughput_max"]) if repeated else (row["throughput"], row["throughput"])
+
+    def tell(row) -> str:  # the rule benchmarks.md states: one run, or ranges that overlap, show no gain
+        if not (pd.notna(row.get("repeats")) and row.get("repeats", 0) > 1):
+            return "; one run: no gain this run can tell"
+        (low, high), (base_low, base_high) = span(row), span(levers.iloc[0])
+        return "; its range overlaps the batch-1 row's: no gain this run can tell" if low <= base_high and base_low <= high else ""
+
     return [f"lever at {in_flight} images in flight: {lever['lever']}: " + (
         f"{lever['throughput']:.0f} infer/s{spread(lever)} (p99 {lever['p99_ms']:.1f} ms), {lever['x batch-1']:.2f}x the "
-        f"batch-1 row{across(lever)}" if lever["stable"] else f"not measured ({lever.get('error')})")
+        f"batch-1 row{across(lever)}{tell(lever)}" if lever["stable"] else f"not measured ({lever.get('error')})")
         for _, lever in levers.iloc[1:].iterrows()]
 
 

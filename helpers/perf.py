@@ -877,7 +877,7 @@ def find_knee(measure: Callable[[int], dict], p99_budget_ms: float, *, start: in
             rows = [again if int(r["concurrency"]) == c else r for r in rows]
 
 
-def _figure(x: float) -> str:
+def figure(x: float) -> str:
     """A measured figure as a reader takes it in: whole numbers from 100 up, one decimal from 10, three significant
     digits below (so both ends of a range read alike: 42.6-45.0, not 42.6-45)."""
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.3g}"
@@ -915,7 +915,7 @@ def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True
         r_low, r_high = ranges[runner]
         lo, hi = (low / r_high, high / r_low) if higher_is_better else (r_low / high, r_high / low)
         return {"winner": best, "kept": best, "ranges": ranges, "medians": medians,
-                "verdict": f"{best} wins: its range {_figure(low)}-{_figure(high)} clears every other's (against {runner}, "
+                "verdict": f"{best} wins: its range {figure(low)}-{figure(high)} clears every other's (against {runner}, "
                            f"{lo:.2f}-{hi:.2f}x)"}
     tied = [best, *[o for o in others if not clears(o)]]
     kept = next((name for name in simplest if name in tied), best)

@@ -156,15 +156,16 @@ RUN_FILE = "run.json"  # what a run folder ran: commit, trees, machine, profile,
 
 
 def update_run_file(run_dir: Path, notebook: str, status: str, seconds: float, profile: str | None,
-                    trees: dict[str, str], machine: dict) -> Path:
+                    trees: dict[str, str], machine: dict, call: str | None = None) -> Path:
     """Add one finished notebook to `run_dir`/run.json (created on the first; chained calls into one folder add
-    theirs): its seconds, status, profile and the trees of notebooks/, helpers/ and scripts/ it ran with."""
+    theirs): its seconds, status, profile, the trees of notebooks/, helpers/ and scripts/ it ran with, and the call
+    of the series runner it ran in (when that call started, UTC)."""
     from . import recordings
 
     path = run_dir / RUN_FILE
     run = json.loads(path.read_text()) if path.exists() else {"notebooks": {}}
     run["notebooks"][notebook] = {"seconds": round(seconds, 1), "status": status, "profile": profile or "article",
-                                  "trees": trees}
+                                  "trees": trees, **({"call": call} if call else {})}
     ran = [entry["trees"] for entry in run["notebooks"].values()]
     same = trees if all(t == trees for t in ran) else None
     head = {folder: recordings.git_output("rev-parse", f"HEAD:{folder}") for folder in trees}
@@ -577,10 +578,11 @@ def run_series(run_dir: str | Path | None = None, profile: str | None = None, on
     from . import recordings
 
     trees, machine = recordings.tree_ids(), recordings.machine()  # what every notebook of this call runs with
+    call = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # chained calls into one folder: which call ran what
 
     def finished(row: dict) -> None:
         rows.append(row)
-        update_run_file(run_dir, row["notebook"], row["status"], row["seconds"], profile, trees, machine)
+        update_run_file(run_dir, row["notebook"], row["status"], row["seconds"], profile, trees, machine, call)
 
     kernels = _Kernels(_kernel_manager(log), kernel, log)
     try:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from helpers import plots, recordings  # noqa: E402
+from helpers import nearlimit, plots, recordings  # noqa: E402
 
 RUNS = ROOT / "docs" / "runs"
 ARCHIVE = ROOT / "docs" / "data" / "archive"
@@ -212,13 +212,21 @@ def conditions(rec: dict) -> list[str]:
         raise Missing("no run.json")
     world = rec["folder"].name
     machine = run.get("machine") or {}
+    calls = _calls(run)
     rows = [{"notebook": stem, "status": e.get("status"), "seconds": e.get("seconds"),
-             "commit": (e.get("commit") or run.get("commit") or "unknown")[:7]}
+             "commit": (e.get("commit") or run.get("commit") or "unknown")[:7], "call": calls.get(stem)}
             for stem, e in run.get("notebooks", {}).items()]
+    groups = {}
+    for stem, number in calls.items():
+        groups.setdefault(number, []).append(stem[:2])
     gpu = f"{machine['gpu']}, driver {machine.get('driver')}" if machine.get("gpu") else "no GPU"
     return [f"`docs/runs/{world}`: {gpu}, {machine.get('cpu_cores')} CPU cores, `{run.get('profile')}` profile; "
             f"{recordings.label(world) if world in recordings.WORLDS else 'not a current recording'}.",
             *([f"Note: {run['note']}."] if run.get("note") else []),
+            *([f"The notebooks ran in {len(groups)} calls of the series runner, one after another, into this folder "
+               f"({'; '.join(', '.join(g) for g in groups.values())}; the table's column `call`): notebooks of two calls "
+               "ran at two times, and what else held the machine may have changed in between."]
+              if len(groups) > 1 else []),
             *([f"The notebooks ran in this order (papermill's start times): {', '.join(s[:2] for s in ran)}; a notebook "
                "that ran before one whose results it reads measured its fallback for them."]
               if (ran := recordings.out_of_order(rec["folder"])) else []),
@@ -231,7 +239,13 @@ def conditions(rec: dict) -> list[str]:
             "the same pick, say) comes from two servers, and two servers' runs can differ by more than the range of "
             "one server's repeated runs.", "",
             *table(rows, [("notebook", "notebook", ""), ("status", "status", ""), ("seconds", "seconds", ".0f"),
-                          ("commit", "commit", "")])]
+                          ("commit", "commit", ""), *([("call", "call", "")] if len(groups) > 1 else [])])]
+
+
+def _calls(run: dict) -> dict[str, int]:
+    """Each notebook's call of the series runner (1, 2, ... in the order the calls started), where run.json says."""
+    started = sorted({e["call"] for e in run.get("notebooks", {}).values() if e.get("call")})
+    return {stem: started.index(e["call"]) + 1 for stem, e in run.get("notebooks", {}).items() if e.get("call")}
 
 
 def article_comparison(rec: dict) -> list[str]:
@@ -315,6 +329,9 @@ def _kept_13(best: dict) -> str:
     return f"Kept: {kept}" if kept else "Best of each knob together"
 
 
+CROSS_SERVER = "two servers: the kept run is the finalists' server's, the baseline the sweep's"  # 13's results that predate vs_baseline_how
+
+
 def knobs_13(rec: dict) -> list[str]:
     """Notebook 13: one knob at a time, and the spread of the rows that measure the same configuration."""
     rows = need(rec, "13", "knobs")
@@ -357,7 +374,9 @@ def knobs_13(rec: dict) -> list[str]:
              f"{_settings(best['best_of_each_knob'])}. " if best.get("best_of_each_knob") else "")
             + f"{_kept_13(best)} ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
             f"infer/s (its median stable run; with two, the lower), p99 {_f(best.get('p99_ms'), '.2f')} ms, "
-            + (f"{_f(best['vs_baseline'], '.1f')}x this run's baseline; " if _num(best.get("vs_baseline")) is not None
+            + (f"{_f(best['vs_baseline'], '.1f')}x this run's baseline"
+               + f" ({best.get('vs_baseline_how') or CROSS_SERVER}); "
+               if _num(best.get("vs_baseline")) is not None
                else f"no ratio to this run's baseline ({best.get('no_baseline_ratio') or 'none recorded'}); ")
             + (f"against the start configuration, {best['contest']['runs_per_finalist']} runs each in turns: "
                f"{best['contest']['verdict']}. Runs: " + "; ".join(
@@ -418,7 +437,10 @@ def levers(rec: dict) -> list[str]:
     kept = _kept(n14, n14.get("variants") or []) if notebook == "16" else None
     servers = ([f"Notebook 14's kept row ({kept['variant']}) served {_f(kept.get('throughput'))} infer/s in 14's server "
                 f"({_range(kept)}); the same configuration, this table's first row, served "
-                f"{_f(first.get('throughput'))} in notebook 16's ({first['runs']}): each ratio here divides by 16's own row.",
+                f"{_f(first.get('throughput'))} in notebook 16's ({first['runs']}"
+                + ("; another call of the series runner" if len(set(_calls(rec["run"] or {}).get(n) for n in
+                   ("14_near_the_limit", "16_saturation_and_knee")) - {None}) > 1 else "")
+                + "): each ratio here divides by 16's own row.",
                 ""] if kept and first else [])
     return [f"Notebook {notebook}, at the images in flight of 14's comparison.", "", *servers,
             *table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
@@ -443,6 +465,8 @@ def knee(rec: dict) -> list[str]:
                                             ("runs at the knee", "runs at the knee", ".0f"),
                                             ("level above", "level above", ".0f"), ("stopped because", "stopped because", "")]),
                   ""]
+        others = nearlimit.other_knee_lines(nearlimit.pd.DataFrame(results["knees"]), results.get("best", ""))
+        lines += [f"Search {line}." for line in others] + ([""] if others else [])
     if not results.get("knee"):
         lines.append("Without a knee there is no served rate at a batch size to set against in-process.")
     elif results.get("inprocess_comparable") and results.get("inprocess_at_knee") is not None:

@@ -205,6 +205,16 @@ def test_16s_levers_set_14s_kept_row_beside_the_same_configuration_in_16s_server
     assert said == ("Notebook 14's kept row (UINT8) served 6200 infer/s in 14's server (6000-6500 (3 runs, 8% apart)); "
                     "the same configuration, this table's first row, served 4500 in notebook 16's (4400-4700 (3 runs, "
                     "7% apart)): each ratio here divides by 16's own row."), said
+    # chained calls of the series runner into one folder: the conditions name them, and 14 and 16 of two calls say so
+    (folder / "run.json").write_text(json.dumps({"profile": "gpu-local", "machine": {"cpu_cores": 16}, "notebooks": {
+        stem: {"seconds": 1.0, "status": "ok", "call": call} for stem, call in (
+            ("13_dynamic_batching_compare", "2026-12-05T08:00:00Z"), ("14_near_the_limit", "2026-12-05T08:00:00Z"),
+            ("16_saturation_and_knee", "2026-12-05T08:10:00Z"))}}))
+    rec = numbers.recording(folder)
+    assert "another call of the series runner): each ratio" in numbers.levers(rec)[2]
+    conditions = "\n".join(numbers.conditions(rec))
+    assert "ran in 2 calls of the series runner, one after another, into this folder (13, 14; 16;" in conditions
+    assert "| 16_saturation_and_knee | ok | 1 | unknown | 2 |" in conditions
 
 
 def test_a_confirmed_knee_shows_its_runs_p99_range_beside_the_median_runs():

@@ -112,6 +112,15 @@ def test_knee_table_and_curves_count_images_in_flight():
     table.loc[0, "level above"] = 8  # a level over the budget above it: a knee
     assert "'one': knee at c=4 (4 images in flight)" in nearlimit.knee_lines(table)[0]
     assert nearlimit.clean(table.to_dict(orient="records"))[1]["knee c"] is None
+    # a batch-1 search that served more within the budget than the kept one is named; a client-batched one is not
+    more = {**knees, "two": {"rows": [{"concurrency": 8, "throughput": 20, "p99_ms": 1}],
+                             "knee": {"concurrency": 8, "throughput": 20, "p99_ms": 1}, "above": None, "why": "top level"}}
+    more["one"]["knee"] = {**more["one"]["knee"], "repeats": 3}
+    table = nearlimit.knee_table(more, {"one": 1, "batched": 4, "two": 1})
+    assert nearlimit.other_knee_lines(table, "one") == [
+        "'two' served more within the budget than the kept 'one': 20 img/s at c=8 (one run) against 12 img/s at c=4 "
+        "(the median of 3 runs); notebook 14 chose at one concurrency, and the load of a knee can favour another variant"]
+    assert nearlimit.other_knee_lines(table, "two") == [] and nearlimit.other_knee_lines(table, "missing") == []
 
 
 def test_lever_lines_and_the_served_split():
@@ -126,7 +135,12 @@ def test_lever_lines_and_the_served_split():
     levers.loc[2, ["stable", "throughput", "p99_ms", "x batch-1"]] = [True, 15.0, 3.0, 1.5]
     levers["server"] = [None, None, "perf_analyzer's own server"]
     assert nearlimit.lever_lines(levers, 16)[1] == ("lever at 16 images in flight: C API: 15 infer/s (p99 3.0 ms), 1.50x "
-                                                    "the batch-1 row (two servers: this row ran in perf_analyzer's own server)")
+                                                    "the batch-1 row (two servers: this row ran in perf_analyzer's own server)"
+                                                    "; one run: no gain this run can tell")
+    # repeated rows: a gain only when the ranges do not overlap (the batch-1 row's range, or its one figure)
+    levers.loc[0, ["repeats", "throughput_min", "throughput_max"]] = [3, 9.0, 19.5]
+    assert nearlimit.lever_lines(levers, 16)[0].endswith("2.00x the batch-1 row; its range overlaps the batch-1 row's: "
+                                                         "no gain this run can tell")
     assert not nearlimit.lever_lines(levers, 16)[0].endswith("server)")
     knee = pd.Series({"concurrency": 8, "throughput": 100.0, "compute_infer_ms": 12.0, "queue_ms": 3.0, "network_ms": 1.0,
                       "client_cores": 1.5})

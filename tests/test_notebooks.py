@@ -94,6 +94,8 @@ def test_resnet18_track_numbers(ci_run):
     assert contest["kept"] == optimized["winner"] and (contest["winner"] or "fp32_frozen") == contest["kept"], contest
     assert all("native (pytorch backend)" in s for s in optimized["served"]), optimized["served"]
     assert optimized["parity_vs_baseline"]["resnet18_opt"]["top1_agreement"] == 1.0
+    printed = json.dumps(json.loads((ci_run / "12_optimize_tensorrt.ipynb").read_text())["cells"])
+    assert "--- compile_ts.py" in printed and "torch_tensorrt.compile(" in printed  # the script its command runs
     compare = _results(ci_run, "13_dynamic_batching_compare")
     assert set(compare["at_top_concurrency"]) == {"baseline", "baseline + dynamic batching",
                                                   "resnet18_opt + dynamic batching"}
@@ -110,6 +112,9 @@ def test_resnet18_track_numbers(ci_run):
                                                    "start configuration", "start configuration", "best settings"], final
     assert final["kept"] in {"start configuration", "best settings"} and (final["winner"] or "start configuration") == final["kept"]
     assert {"instances", "preferred batch sizes", "queue delay (us)", "transport"} <= set(compare["best"]["settings"])
+    # the ratio to the baseline multiplies two ratios of one server each (or, without the sweep's twin row, says two)
+    assert compare["best"]["vs_baseline"] is None or compare["best"]["vs_baseline_how"].startswith(
+        ("one server per factor: kept / start", "two servers")), compare["best"]
     for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png", "12_candidates.png",
                 "13_latency_split.png"):
         assert (ci_run / png).stat().st_size > 10_000, png
@@ -229,6 +234,26 @@ def test_client_notebook_against_a_shared_server(ci_run_through, tmp_path):
     served = _results(run, "06_http_client")
     assert served["served"] == [f"resnet50_onnx: shared (on the server at {shared.url})"]
     assert served["parity_grpc_vs_http"]["max_abs_diff"] == 0.0
+
+
+@pytest.mark.notebooks
+def test_baseline_notebook_against_a_shared_server(ci_run_through, tmp_path):
+    """The workshop guide's step 3: notebook 11 pointed at a shared server with shared_memory "none" measures the
+    tensors-in-requests trace only (system shared memory needs both on one machine) and its sweep over gRPC."""
+    ci_run_through("10_resnet18_torchscript")
+    from helpers.launchers import free_port
+    from helpers.server import TritonServer, port_busy
+
+    port = next(p for p in iter(free_port, None) if not port_busy(p + 1) and not port_busy(p + 2) and p < 65000)
+    with TritonServer(series.ROOT / "models", "local", models=["resnet18_pytorch"], http_port=port,
+                      grpc_port=port + 1, metrics_port=port + 2) as shared:
+        run = series.run_series(tmp_path, "ci", only=["11"], overrides={
+            "server_url": f"{shared.host}:{shared.http_port}", "shared_memory": "none"})
+        assert shared.running  # the notebook's stop() leaves a server that is not its own
+    baseline = _results(run, "11_baseline_benchmark")
+    assert baseline["served"] == f"resnet18_pytorch: shared (on the server at {shared.url})"
+    assert list(baseline["memory_peak_mb"]) == ["none"] and baseline["settings"]["shared_memory"] == "none"
+    assert any(row["stable"] and row["throughput"] > 0 for row in baseline["table"])
 
 
 @pytest.mark.notebooks

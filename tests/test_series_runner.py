@@ -91,6 +91,9 @@ def test_a_chained_call_into_the_same_run_folder_adds_to_its_run_json(short_note
     series.update_run_file(run.resolve(), "02_fails", "ok", 2.0, "ci", {"helpers": "b"}, {"cpu_cores": 2})
     recorded = json.loads(first.read_text())
     assert recorded["trees"] is None and recorded["commit"] is None  # notebooks that ran different code: no one tree
+    series.update_run_file(run.resolve(), "04_later", "ok", 1.0, "ci", {"helpers": "b"}, {"cpu_cores": 2}, "2026-12-05T08:00:00Z")
+    recorded = json.loads(first.read_text())["notebooks"]
+    assert recorded["04_later"]["call"] == "2026-12-05T08:00:00Z" and "call" not in recorded["01_quick"]
 
 
 def test_the_report_rounds_a_time_as_run_json_keeps_it(tmp_path):
