@@ -274,21 +274,33 @@ def knee_lines(knees: pd.DataFrame) -> list[str]:
         + f"; stopped: {k['stopped because']}" for _, k in knees.iterrows()]
 
 
-def other_knee_lines(knees: pd.DataFrame, kept: str) -> list[str]:
-    """A recap line for each batch-1 search whose knee served more images/s than the kept variant's (14 picked at one
-    concurrency, and the knee may favour another; only the kept variant's knee is measured several times)."""
-    one = knees[(knees["images/request"] == 1) & knees["throughput (img/s)"].notna()].set_index("search")
+def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list[str]:
+    """A recap line for each batch-1 search whose knee lies at a higher load than the kept variant's: both knees' runs,
+    and its rate against the kept variant's at the loads both searched (`rows`: every search's levels, as
+    16_knee_searches.csv keeps them). Only the kept variant's knee is measured several times."""
+    one = knees[(knees["images/request"] == 1) & knees["knee c"].notna()].set_index("search")
     if kept not in one.index:
         return []
-    def at(k: pd.Series) -> str:
-        runs = int(k["runs at the knee"])
-        return (f"{k['throughput (img/s)']:.0f} img/s at c={k['knee c']:.0f} "
-                f"({'one run' if runs == 1 else f'the median of {runs} runs'})")
+    rates = {label: level.dropna(subset=["throughput"]).set_index("concurrency")["throughput"]
+             for label, level in rows.groupby("search")}
 
-    ours = one.loc[kept]
-    return [f"'{label}' served more within the budget than the kept '{kept}': {at(k)} against {at(ours)}; notebook 14 "
-            "chose at one concurrency, and the load of a knee can favour another variant"
-            for label, k in one.iterrows() if label != kept and k["throughput (img/s)"] > ours["throughput (img/s)"]]
+    def runs(k: pd.Series) -> str:
+        count = int(k["runs at the knee"])
+        return "one run" if count == 1 else f"the median of {count} runs"
+
+    lines = []
+    for label, k in one.iterrows():
+        if label == kept or not k["knee c"] > one.loc[kept, "knee c"]:
+            continue
+        both = rates.get(label, pd.Series(dtype=float)).to_frame("other").join(
+            rates.get(kept, pd.Series(dtype=float)).to_frame("kept"), how="inner").sort_index()
+        ratio = both["other"] / both["kept"]
+        span = f"{ratio.min():.2f}-{ratio.max():.2f}x" if len(both) > 1 else f"{ratio.iloc[0]:.2f}x" if len(both) else ""
+        shared = (f"; at the loads both searched (c={', '.join(str(int(c)) for c in both.index)}) its rate was {span} "
+                  "the kept's" if span else "")
+        lines.append(f"'{label}' reached its knee at a higher load than the kept '{kept}': c={k['knee c']:.0f} "
+                     f"({runs(k)}) against c={one.loc[kept, 'knee c']:.0f} ({runs(one.loc[kept])}){shared}")
+    return lines
 
 
 def lever_lines(levers: pd.DataFrame, in_flight: int) -> list[str]:

@@ -317,10 +317,12 @@ def candidates_12(rec: dict) -> list[str]:
                f"both measured {contest['runs_per_finalist']} times each")
             + f", in turns: {contest['verdict']})" if contest else
             f"Kept: `{rec['results']['12'].get('winner', '?')}` (one measurement per candidate, no winner rule)")
+    for row in rows:  # results from before the runs were saved show "one run" only where they were one
+        row["range"] = _range({**row, "repeats": row.get("runs")}) if "runs" in row else "not recorded"
     return [f"{said}; {told or 'no parity recorded'}. A candidate's row is the median of all its runs"
             + (", the first one included." if screened else "."), "",
-            *table(rows, [("candidate", "variant", ""), ("infer/s", "throughput", ".0f"), ("p99 (ms)", "p99_ms", ".2f"),
-                          ("stable", "stable", "")]), "", *_plots(rec, "12")]
+            *table(rows, [("candidate", "variant", ""), ("infer/s", "throughput", ".0f"), ("runs", "range", ""),
+                          ("p99 (ms)", "p99_ms", ".2f"), ("stable", "stable", "")]), "", *_plots(rec, "12")]
 
 
 def _kept_13(best: dict) -> str:
@@ -465,7 +467,9 @@ def knee(rec: dict) -> list[str]:
                                             ("runs at the knee", "runs at the knee", ".0f"),
                                             ("level above", "level above", ".0f"), ("stopped because", "stopped because", "")]),
                   ""]
-        others = nearlimit.other_knee_lines(nearlimit.pd.DataFrame(results["knees"]), results.get("best", ""))
+        searched = rec["folder"] / f"{notebook}_knee_searches.csv"
+        others = nearlimit.other_knee_lines(nearlimit.pd.DataFrame(results["knees"]), nearlimit.pd.read_csv(searched),
+                                            results.get("best", "")) if searched.exists() else []
         lines += [f"Search {line}." for line in others] + ([""] if others else [])
     if not results.get("knee"):
         lines.append("Without a knee there is no served rate at a batch size to set against in-process.")

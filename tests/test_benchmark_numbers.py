@@ -225,3 +225,20 @@ def test_a_confirmed_knee_shows_its_runs_p99_range_beside_the_median_runs():
                               {"concurrency": 48}]}
     assert numbers._knee(results) == ("7000 infer/s at c=32 (median of 3 runs, 6800-7200; p99 9.60 ms, the runs' "
                                       "9.20-10.40)")
+
+
+def test_12s_candidates_show_each_rows_runs_and_say_when_a_recording_kept_none(tmp_path, monkeypatch):
+    monkeypatch.setattr(numbers, "_plots", lambda rec, notebook: [])  # a folder outside docs/ has no page links
+    folder = tmp_path / "h200"
+    (folder / "results").mkdir(parents=True)
+    rows = [{"variant": "fp16", "stable": True, "throughput": 3393.0, "p99_ms": 7.7, "runs": 1},
+            {"variant": "fp16_frozen", "stable": True, "throughput": 3602.0, "p99_ms": 6.7, "runs": 4,
+             "throughput_min": 3299.0, "throughput_max": 4181.0}]
+    (folder / "results" / "12_optimize_tensorrt.json").write_text(json.dumps({"candidates": rows}))
+    page = "\n".join(numbers.candidates_12(numbers.recording(folder)))
+    assert "| fp16 | 3393 | one run | 7.70 | True |" in page
+    assert "| fp16_frozen | 3602 | 3299-4181 (4 runs, 27% apart) | 6.70 | True |" in page
+    for row in rows:  # results from before the runs were saved
+        row.pop("runs")
+    (folder / "results" / "12_optimize_tensorrt.json").write_text(json.dumps({"candidates": rows}))
+    assert "| fp16 | 3393 | not recorded | 7.70 | True |" in "\n".join(numbers.candidates_12(numbers.recording(folder)))

@@ -112,15 +112,18 @@ def test_knee_table_and_curves_count_images_in_flight():
     table.loc[0, "level above"] = 8  # a level over the budget above it: a knee
     assert "'one': knee at c=4 (4 images in flight)" in nearlimit.knee_lines(table)[0]
     assert nearlimit.clean(table.to_dict(orient="records"))[1]["knee c"] is None
-    # a batch-1 search that served more within the budget than the kept one is named; a client-batched one is not
-    more = {**knees, "two": {"rows": [{"concurrency": 8, "throughput": 20, "p99_ms": 1}],
+    # a batch-1 search whose knee is at a higher load than the kept one's is named, with its rate at the loads both
+    # searched; a client-batched search is not
+    more = {**knees, "two": {"rows": [{"concurrency": 4, "throughput": 12.5, "p99_ms": 1},
+                                      {"concurrency": 8, "throughput": 20, "p99_ms": 1}],
                              "knee": {"concurrency": 8, "throughput": 20, "p99_ms": 1}, "above": None, "why": "top level"}}
     more["one"]["knee"] = {**more["one"]["knee"], "repeats": 3}
     table = nearlimit.knee_table(more, {"one": 1, "batched": 4, "two": 1})
-    assert nearlimit.other_knee_lines(table, "one") == [
-        "'two' served more within the budget than the kept 'one': 20 img/s at c=8 (one run) against 12 img/s at c=4 "
-        "(the median of 3 runs); notebook 14 chose at one concurrency, and the load of a knee can favour another variant"]
-    assert nearlimit.other_knee_lines(table, "two") == [] and nearlimit.other_knee_lines(table, "missing") == []
+    rows = pd.DataFrame([{"search": label, **row} for label, found in more.items() for row in found["rows"]])
+    assert nearlimit.other_knee_lines(table, rows, "one") == [
+        "'two' reached its knee at a higher load than the kept 'one': c=8 (one run) against c=4 (the median of 3 "
+        "runs); at the loads both searched (c=4) its rate was 1.04x the kept's"]
+    assert nearlimit.other_knee_lines(table, rows, "two") == [] and nearlimit.other_knee_lines(table, rows, "x") == []
 
 
 def test_lever_lines_and_the_served_split():
