@@ -541,8 +541,8 @@ def c_api_command(model: str, install: str | Path, csv_file: str | Path, local: 
                   measurement_interval_ms: int | None = None, max_trials: int = 10,
                   stability_percentage: int = 10) -> tuple[list[str], dict[str, str]]:
     """perf_analyzer with Triton in its own process (`--service-kind=triton_c_api`): no HTTP/gRPC, no network, the
-    inputs handed over in host memory (no --shared-memory here, though the mode has it). Its documented limit: no
-    async mode (perf_analyzer's docs, "Benchmarking Triton directly via C API"). It keeps the requests it sends in this mode too
+    inputs handed over in host memory (no --shared-memory here, though the mode has it). Its docs name one limit, async
+    mode, and point to the server's QA script for others (perf_analyzer's docs, "Benchmarking Triton directly via C API"). It keeps the requests it sends in this mode too
     (an H200 run grew about 1 GB/s once requests flowed): size the count windows with count_window, as for gRPC/HTTP."""
     install = Path(install)
     pa = find_perf_analyzer()

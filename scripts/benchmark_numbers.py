@@ -477,7 +477,7 @@ def knee(rec: dict) -> list[str]:
         mean = float(results["knee_batch"])
         where = "at the knee" if results.get("above_knee") is not None else "at the top level searched (no knee reached)"
         lines.append(f"In-process at the server's mean batch {where}, " + (
-            f"{mean:.0f} (a whole batch)" if mean.is_integer() else f"{mean:.3g} (linear between the whole batches "
+            f"{mean:.0f} (a whole batch)" if mean.is_integer() else f"{mean:.3g} (time per batch linear between the whole batches "
                                                                      "around it)") + f"{streams}: "
                      f"{_f(results['inprocess_at_knee'])} img/s.")
     elif results.get("inprocess_comparable"):  # results from before the mean batch: the nearest whole batch

@@ -70,7 +70,7 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
     (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "knee_batch": 6.61, "inprocess_at_knee": 1150.0,
                                                                  "above_knee": 32}))
     assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1] == (
-        "In-process at the server's mean batch at the knee, 6.61 (linear between the whole batches around it), "
+        "In-process at the server's mean batch at the knee, 6.61 (time per batch linear between the whole batches around it), "
         "2 stream(s): 1150 img/s.")
     # a search that ended at its top level within the budget, at a whole mean batch
     (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "knee_batch": 2.0, "inprocess_at_knee": 48.0,
