@@ -94,6 +94,11 @@ def _range(row: dict, low: str = "throughput_min", high: str = "throughput_max")
     return f"{lo:.0f}-{hi:.0f} ({runs:.0f} runs, {hi / lo - 1:.0%} apart)"
 
 
+def _repeated(*rows: dict) -> bool:
+    """Whether any of `rows` is the median of several runs (else each is one run, and 'medians' would say too much)."""
+    return any((_num(row.get("repeats")) or 0) > 1 for row in rows)
+
+
 def table(rows: list[dict], columns: list[tuple[str, str, str]]) -> list[str]:
     """A markdown table of `rows`: each column (header, key, format; format '' prints the value as it is)."""
     lines = ["| " + " | ".join(h for h, _, _ in columns) + " |", "|" + "---|" * len(columns)]
@@ -409,9 +414,9 @@ def variants_14(rec: dict) -> list[str]:
                            ("screening run", "screened", ".0f"), ("p99 (ms)", "p99_ms", ".2f"), ("", "note", "")])]
     if best and base:
         lines += ["", f"Kept row: {best['variant']}, {float(best['throughput']) / float(base['throughput']):.1f}x the "
-                      f"article's baseline (FP32, no batching, tensors over gRPC) measured in the same run (medians; "
-                      f"kept {_range(best)}, baseline "
-                      f"{_range(base)})."]
+                      f"article's baseline (FP32, no batching, tensors over gRPC) measured in the same run ("
+                      + (f"medians; kept {_range(best)}, baseline {_range(base)})." if _repeated(best, base)
+                         else "one run each).")]
     if contest:
         lines += ["", f"The winner rule ({contest['runs_per_finalist']} runs of each finalist, in turns): "
                       f"{contest['verdict']}."]
@@ -596,8 +601,9 @@ def block_headline() -> str:
     return (f"In the H200 recording ([docs/benchmarks.md](docs/benchmarks.md); {recordings.label('h200', 3)}), "
             f"the row notebook 14 kept at concurrency 16 ({best['variant']}) served "
             f"{float(best['throughput']) / float(base['throughput']):.1f}x the article's baseline (FP32, no batching, "
-            f"tensors over gRPC) measured in the same run (medians; the kept row's runs {_range(best)}, "
-            f"the baseline's {_range(base)}"
+            f"tensors over gRPC) measured in the same run ("
+            + (f"medians; the kept row's runs {_range(best)}, the baseline's {_range(base)}" if _repeated(best, base)
+               else "one run each")
             + (f"; turn by turn (each run against the baseline's run of the same turn), "
                f"{min(turns):.1f}x to {max(turns):.1f}x" if (turns := _by_turn(
                    rec["results"]["14"].get("variants_contest") or {}, best["variant"], base["variant"])) else "")
