@@ -1,4 +1,4 @@
-"""The series' two recordings, docs/runs/cpu and docs/runs/h200: what they ran, and what changed since."""
+"""The series' two recordings, docs/runs/cpu and docs/runs/gpu: what they ran, and what changed since."""
 from __future__ import annotations
 
 import hashlib
@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "docs" / "runs"
-WORLDS = ("cpu", "h200")
+WORLDS = ("cpu", "gpu")
 TRACKED = ("notebooks", "helpers", "scripts")  # the folders whose trees a recording names
 RUN_FILE = "run.json"
 LISTED_PATHS = 8  # a label names at most this many changed files, then how many more
@@ -101,14 +101,14 @@ def machine() -> dict:
 
 
 def folder(world: str) -> Path:
-    """The recording folder of a world: docs/runs/cpu or docs/runs/h200."""
+    """The recording folder of a world: docs/runs/cpu or docs/runs/gpu."""
     if world not in WORLDS:
         raise ValueError(f"world must be one of {WORLDS}; got {world!r}")
     return RUNS / world
 
 
 def load(world: str) -> dict:
-    """A world's run.json ("cpu" or "h200")."""
+    """A world's run.json ("cpu" or "gpu")."""
     path = folder(world) / RUN_FILE
     if not path.exists():
         raise FileNotFoundError(f"the {world} recording has no {RUN_FILE}: expected {path.relative_to(ROOT)}")
@@ -206,6 +206,11 @@ def _where(run: dict, world: str) -> str:
     return f"the CPU, {(run.get('machine') or {}).get('cpu_cores', '?')} cores"
 
 
+def card(world: str) -> str:
+    """The GPU a world's recording ran on ('NVIDIA H200'), or 'the CPU' where it names none."""
+    return (load(world).get("machine") or {}).get("gpu") or "the CPU"
+
+
 def header(notebook_stem: str) -> str:
     """The line a notebook's header prints: its recorded time in each world that ran it, with where and at what."""
     parts = []
@@ -221,7 +226,7 @@ def header(notebook_stem: str) -> str:
         parts.append(f"{entry['seconds']:.0f} s on {_where(run, world)}{status} ({run.get('profile') or 'article'} "
                      f"profile, docs/runs/{world}, {label(world, HEADER_PATHS)})")
     if not parts:
-        return f"Recorded: {notebook_stem} is in no recording yet (docs/runs/cpu, docs/runs/h200)."
+        return f"Recorded: {notebook_stem} is in no recording yet (docs/runs/cpu, docs/runs/gpu)."
     return "Recorded: " + "; ".join(parts) + "."
 
 

@@ -77,8 +77,8 @@ def auto_profile() -> tuple[str | None, str]:
 
 def expected_duration(profile: str | None) -> str:
     """What a whole series took with this profile when it was last measured (notebooks/profiles.yml `about`). Its
-    {minutes}, {seconds}, {count} and {recorded} are filled from the recorded runs' reports (`recorded:`), so the
-    time printed is the one on record, not a copy of it."""
+    {minutes}, {seconds}, {count}, {recorded} and {machine} are filled from the recorded runs' reports and run.json
+    (`recorded:`), so the time and the machine printed are the ones on record, not a copy of them."""
     import yaml
 
     entry = yaml.safe_load(PROFILES_FILE.read_text()).get(profile or "", {}) or {}
@@ -96,7 +96,20 @@ def expected_duration(profile: str | None) -> str:
     first, last = min(times)[:2], max(times)[:2]
     return about.format(minutes=f"{total / 60:.0f}", seconds=f"{total:.0f}", count=len(times),
                         notebooks=first if first == last else f"{first}-{last}", ranges=", ".join(ranges),
-                        recorded=", ".join(entry.get("recorded", [])))
+                        recorded=", ".join(entry.get("recorded", [])), machine=recorded_machine(profile))
+
+
+def recorded_machine(profile: str | None) -> str:
+    """The GPU (else the CPU cores) the profile's last recorded run ran on, from its run.json; 'an unrecorded machine'
+    when no recorded folder has one."""
+    for folder in reversed(_recorded_folders(profile)):
+        if (folder / RUN_FILE).exists():
+            found = json.loads((folder / RUN_FILE).read_text()).get("machine") or {}
+            if found.get("gpu"):
+                return found["gpu"]
+            if found.get("cpu_cores"):
+                return f"a CPU with {found['cpu_cores']} cores"
+    return "an unrecorded machine"
 
 
 def recorded_ranges(profile: str | None) -> dict[str, list[float]]:
@@ -158,20 +171,23 @@ RUN_FILE = "run.json"  # what a run folder ran: commit, trees, machine, profile,
 def update_run_file(run_dir: Path, notebook: str, status: str, seconds: float, profile: str | None,
                     trees: dict[str, str], machine: dict, call: str | None = None) -> Path:
     """Add one finished notebook to `run_dir`/run.json (created on the first; chained calls into one folder add
-    theirs): its seconds, status, profile, the trees of notebooks/, helpers/ and scripts/ it ran with, and the call
-    of the series runner it ran in (when that call started, UTC)."""
+    theirs): its seconds, status, profile, the trees of notebooks/, helpers/ and scripts/ it ran with, the machine it
+    ran on, and the call of the series runner it ran in (when that call started, UTC). The run's own trees and
+    machine are set only while every notebook shares them (None otherwise)."""
     from . import recordings
 
     path = run_dir / RUN_FILE
     run = json.loads(path.read_text()) if path.exists() else {"notebooks": {}}
     run["notebooks"][notebook] = {"seconds": round(seconds, 1), "status": status, "profile": profile or "article",
-                                  "trees": trees, **({"call": call} if call else {})}
+                                  "trees": trees, "machine": machine, **({"call": call} if call else {})}
     ran = [entry["trees"] for entry in run["notebooks"].values()]
     same = trees if all(t == trees for t in ran) else None
     head = {folder: recordings.git_output("rev-parse", f"HEAD:{folder}") for folder in trees}
     commit = recordings.git_output("rev-parse", "HEAD") if same and all(
         (head[f] or "").strip() == trees[f] for f in trees) else None
-    run.update(commit=commit.strip() if commit else None, trees=same, machine=machine, profile=profile or "article")
+    machines = [entry.get("machine", machine) for entry in run["notebooks"].values()]
+    one_machine = machine if all(m == machine for m in machines) else None
+    run.update(commit=commit.strip() if commit else None, trees=same, machine=one_machine, profile=profile or "article")
     run["notebooks"] = dict(sorted(run["notebooks"].items()))
     path.write_text(json.dumps({key: run[key] for key in RUN_KEYS if key in run}, indent=2) + "\n")
     return path

@@ -75,7 +75,7 @@ def _title(page: str) -> str:
     """A page's title in the navigation: a notebook's number and name, or the docs page's name."""
     if page.endswith(".ipynb"):
         return re.sub(r"^(\d+)_", r"\1 ", Path(page).stem).replace("_", " ")
-    return {"index.md": "Home", "benchmarks.md": "Measured on an H200", "workshop.md": "Instructor's guide",
+    return {"index.md": "Home", "benchmarks.md": "Benchmarks (measured)", "workshop.md": "Instructor's guide",
             "glossary.md": "Glossary", "cluster.md": "Going to a cluster"}[page]
 
 

@@ -1,5 +1,5 @@
 """docs/benchmarks.md, whole, and the generated blocks of README.md and docs/*.md, rendered from the two recordings
-(docs/runs/h200, docs/runs/cpu) and the archive of older ones (docs/data/archive/<name>/), so no measured number on
+(docs/runs/gpu, docs/runs/cpu) and the archive of older ones (docs/data/archive/<name>/), so no measured number on
 those pages is typed by hand.
 
     python scripts/benchmark_numbers.py           # print benchmarks.md as it would be rendered
@@ -570,12 +570,12 @@ def _section(heading: str, make, rec: dict) -> list[str]:
     return [f"### {heading}", "", *body, ""]
 
 
-def benchmarks(h200: Path | None = None, cpu: Path | None = None) -> str:
+def benchmarks(gpu: Path | None = None, cpu: Path | None = None) -> str:
     """docs/benchmarks.md, whole."""
-    worlds = [("The H200 recording", recording(h200 or RUNS / "h200")),
+    worlds = [("The GPU recording", recording(gpu or RUNS / "gpu")),
               ("The CPU recording", recording(cpu or RUNS / "cpu"))]
     lines = ["<!-- generated: benchmarks -->", "# Benchmarks", "",
-             "Rendered by `scripts/benchmark_numbers.py --write` from the two recordings, `docs/runs/h200` and "
+             "Rendered by `scripts/benchmark_numbers.py --write` from the two recordings, `docs/runs/gpu` and "
              "`docs/runs/cpu`: their `run.json`, the results each notebook saved and its plots. Nothing here is "
              "typed by hand; a test fails when this page differs from its rendering. A row measured once is one "
              "measurement: where a row was measured several times, its range is shown.", ""]
@@ -590,15 +590,16 @@ def benchmarks(h200: Path | None = None, cpu: Path | None = None) -> str:
 # ----------------------------------------------------------------------------------- blocks in README.md and docs/*.md
 def block_headline() -> str:
     """README's headline figure: 14's best row at c=16 against the article's configuration, same run."""
-    rec = recording(RUNS / "h200")
+    rec = recording(RUNS / "gpu")
     try:
         rows = need(rec, "14", "variants")
     except Missing as missing:
-        return f"(The H200 recording has no headline figure: {missing}.)"
+        return f"(The GPU recording has no headline figure: {missing}.)"
     best, base = _kept(rec["results"]["14"], rows), _baseline(rows)
     if not (best and base):
-        return "(The H200 recording's notebook 14 has no stable kept row and baseline to compare.)"
-    return (f"In the H200 recording ([docs/benchmarks.md](docs/benchmarks.md); {recordings.label('h200', 3)}), "
+        return "(The GPU recording's notebook 14 has no stable kept row and baseline to compare.)"
+    return (f"In the GPU recording ({recordings.card('gpu')}, [docs/benchmarks.md](docs/benchmarks.md); "
+            f"{recordings.label('gpu', 3)}), "
             f"the row notebook 14 kept at concurrency 16 ({best['variant']}) served "
             f"{float(best['throughput']) / float(base['throughput']):.1f}x the article's baseline (FP32, no batching, "
             f"tensors over gRPC) measured in the same run ("
@@ -649,8 +650,9 @@ def _span(run: dict) -> str:
 def block_workshop_times() -> str:
     """docs/workshop.md's table of notebook run times, from the recordings' run.json."""
     runs = {world: recordings.load(world) for world in recordings.WORLDS}
-    names = sorted(set(runs["cpu"]["notebooks"]) | set(runs["h200"]["notebooks"]))
-    rows = ["| notebook | CPU, `ci` profile (`docs/runs/cpu`) | H200, `gpu-local` profile (`docs/runs/h200`) |",
+    names = sorted(set(runs["cpu"]["notebooks"]) | set(runs["gpu"]["notebooks"]))
+    rows = [f"| notebook | CPU, `ci` profile (`docs/runs/cpu`) | {recordings.card('gpu')}, `gpu-local` profile "
+            f"(`docs/runs/gpu`) |",
             "|---|---|---|"]
     totals = {}
     for world in recordings.WORLDS:
@@ -659,14 +661,15 @@ def block_workshop_times() -> str:
         cells = [_f((runs[w]["notebooks"].get(name) or {}).get("seconds")).replace("-", "not timed")
                  for w in recordings.WORLDS]
         rows.append(f"| {name} | {cells[0]} | {cells[1]} |")
-    rows.append(f"| **total** | **{totals['cpu']:.0f}** | **{totals['h200']:.0f}** |")
+    rows.append(f"| **total** | **{totals['cpu']:.0f}** | **{totals['gpu']:.0f}** |")
     keras = sum(float(e["seconds"]) for n, e in runs["cpu"]["notebooks"].items() if n[:2] < "10")
     half = sum(float(e["seconds"]) for n, e in runs["cpu"]["notebooks"].items() if n[:2] in ("10", "11", "13"))
     return "\n".join(["Measured notebook times (seconds), from the recordings' `run.json`:", "", *rows, "",
                       f"The half day's run time on a CPU: {keras / 60:.1f} min for 00-07, {half / 60:.1f} min for 10, "
                       f"11 and 13 (the recording's 13, which also compared 12's model; without it 13 does less); "
-                      f"the full day adds {totals['h200'] / 60:.0f} min for {_span(runs['h200'])} on the H200.",
-                      "", f"CPU: {recordings.label('cpu', 3)}. H200: {recordings.label('h200', 3)}."])
+                      f"the full day adds {totals['gpu'] / 60:.0f} min for {_span(runs['gpu'])} on the recording's "
+                      f"{recordings.card('gpu')}.",
+                      "", f"CPU: {recordings.label('cpu', 3)}. GPU: {recordings.label('gpu', 3)}."])
 
 
 BLOCKS = {"headline": block_headline, "ci_time": block_ci_time, "recordings": block_recordings,

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs ResNet18 notebooks on a GPU machine that has PyTorch with CUDA but neither Docker nor TensorRT (local
-# runtime, device cuda, the `gpu-local` profile): the H200 recording, docs/runs/h200, rendered in docs/benchmarks.md.
+# runtime, device cuda, the `gpu-local` profile): the GPU recording, docs/runs/gpu (its run.json names the
+# card), rendered in docs/benchmarks.md.
 #
 #   scripts/gpu_local_run.sh RUN_DIR [NOTEBOOK_PREFIX ...]     (default notebooks: 10 11 12 13)
 #
 # Chained calls into one RUN_DIR add to its run.json. To keep the run (10-16, all from one commit):
-#   python scripts/record_run.py RUN_DIR h200 --root <the device checkout> && python scripts/benchmark_numbers.py --write
+#   python scripts/record_run.py RUN_DIR gpu --root <the device checkout> && python scripts/benchmark_numbers.py --write
 #
 # Needs importable: torch (CUDA), torchvision, onnx, onnxruntime, pandas, matplotlib, scikit-image, psutil, pyyaml,
 # tqdm, ipywidgets, tritonclient, papermill, ipykernel; a Triton server ($TRITON_SERVER_BIN or on PATH) and perf_analyzer on

@@ -1,10 +1,11 @@
-"""Keep a finished run of the series as one of the repository's two recordings, docs/runs/cpu or docs/runs/h200.
+"""Keep a finished run of the series as one of the repository's two recordings, docs/runs/cpu or docs/runs/gpu.
 
     python scripts/record_run.py RUN_DIR WORLD [--root PATH] [--bin-dir DIR ...] [--replace OLD=NEW ...]
 
-WORLD is `cpu` (every notebook, ci profile) or `h200` (10-16, gpu-local profile). The run folder's run.json (the
-series runner writes it) must show every notebook run with the same notebooks/, helpers/ and scripts/ trees, and a
-commit of this repository must have those trees: the recording names that commit. The folder docs/runs/WORLD is
+WORLD is `cpu` (every notebook, ci profile) or `gpu` (10-16, gpu-local profile, on whichever card the run had: its
+run.json names it). The run folder's run.json (the series runner writes it) must show every notebook run with the
+same notebooks/, helpers/ and scripts/ trees on the same machine (GPU and driver), and a commit of this repository
+must have those trees: the recording names that commit. The folder docs/runs/WORLD is
 replaced whole: the executed notebooks, report*.md, run.json, results/*.json and the run's NN_*.csv and NN_*.png,
 with the machine's own paths written as a reader's (the run folder as runs/WORLD, the checkout as $PWD, binaries by
 their names). --root is the checkout the run executed from, when it is not this one (a device machine's copy).
@@ -31,7 +32,7 @@ from helpers import recordings, series  # noqa: E402
 RUNS = ROOT / "docs" / "runs"
 ARCHIVE = ROOT / "docs" / "data" / "archive"  # older recordings' data and reports, one folder each
 ARCHIVED = ("report*.md", "[0-9][0-9]_*.csv", "results/*.json")  # what an archive folder keeps of a recording
-PROFILES = {"cpu": "ci", "h200": "gpu-local"}  # the profile each world is recorded with
+PROFILES = {"cpu": "ci", "gpu": "gpu-local"}  # the profile each world is recorded with
 
 
 class MixedRun(ValueError):
@@ -66,6 +67,21 @@ def one_trees(run: dict) -> dict[str, str]:
         told = "; ".join(f"{', '.join(stems)} ran with {trees}" for trees, stems in groups.items())
         raise MixedRun(f"the run's notebooks ran with different code, expected one set of trees: {told}")
     return json.loads(next(iter(groups)))
+
+
+def one_machine(run: dict) -> dict:
+    """The machine every notebook of a run ran on (an entry without one ran on the run's); MixedRun names the notebooks
+    and machines where they differ: a recording's numbers come from one card and driver."""
+    groups: dict[str, list[str]] = {}
+    for stem, entry in run.get("notebooks", {}).items():
+        groups.setdefault(json.dumps(entry.get("machine", run.get("machine")), sort_keys=True), []).append(stem)
+    if len(groups) > 1:
+        told = "; ".join(f"{', '.join(stems)} ran on {found}" for found, stems in groups.items())
+        raise MixedRun(f"the run's notebooks ran on different machines, expected one GPU and driver: {told}")
+    found = json.loads(next(iter(groups))) if groups else None
+    if not found:
+        raise MixedRun("run.json names no machine: expected the series runner's `machine` (CPU cores, GPU, driver)")
+    return found
 
 
 def commit_of(trees: dict[str, str], root: Path = ROOT) -> str:
@@ -134,6 +150,7 @@ def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra:
         raise MixedRun(f"the {world} recording is made with the {PROFILES[world]!r} profile; the run used "
                        f"{run.get('profile')!r}")
     trees = one_trees(run)
+    machine = one_machine(run)
     commit = commit_of(trees)
     failed = [stem for stem, entry in run["notebooks"].items() if entry.get("status") != "ok"]
     if failed:
@@ -163,7 +180,7 @@ def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra:
                 shutil.copyfile(table, staging / table.name)
         for entry in run["notebooks"].values():
             entry["commit"] = commit
-        run.update(world=world, commit=commit, trees=trees)
+        run.update(world=world, commit=commit, trees=trees, machine=machine)
         (staging / series.RUN_FILE).write_text(json.dumps({k: run[k] for k in series.RUN_KEYS if k in run},
                                                           indent=2) + "\n")
         if archived:

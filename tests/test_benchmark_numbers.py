@@ -33,15 +33,15 @@ def test_one_renderer_and_no_function_per_recording():
     names = [name for name, _ in inspect.getmembers(numbers, inspect.isfunction)]
     assert not [n for n in names if re.search(r"20\d\d|12_0|_0[1-9][a-z]?$|ma$", n)], names
     source = (series.ROOT / "scripts" / "benchmark_numbers.py").read_text()
-    assert not re.search(r"h200[-_]20\d\d", source), "the renderer names a dated recording"
+    assert not re.search(r"(?:h200|gpu|cpu)[-_]20\d\d", source), "the renderer names a dated recording"
 
 
 def test_a_section_whose_data_is_absent_says_so(tmp_path):
-    folder = tmp_path / "h200"
+    folder = tmp_path / "gpu"
     (folder / "results").mkdir(parents=True)
     (folder / "run.json").write_text(json.dumps({"profile": "gpu-local", "machine": {"cpu_cores": 1},
                                                  "notebooks": {"13_dynamic_batching_compare": {"seconds": 1.0}}}))
-    page = numbers.benchmarks(h200=folder, cpu=folder)
+    page = numbers.benchmarks(gpu=folder, cpu=folder)
     assert "Not in this recording: no results of notebook 14" in page
     assert "Not in this recording: no results hold saturation" in page and "no results hold levers" in page
     assert "Not in this recording: no results of notebook 15" in page
@@ -54,16 +54,16 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
             "levers": [{"lever": "1 image per request", "throughput": 800.0, "x batch-1": 1.0}],
             "inprocess": {"8": 1200.0}, "inprocess_streams": 2, "inprocess_comparable": True, "knee_batch": 8}
     for notebook, stem in (("16", "16_saturation_and_knee"), ("14", "14_near_the_limit")):
-        folder = tmp_path / notebook / "h200"
+        folder = tmp_path / notebook / "gpu"
         (folder / "results").mkdir(parents=True)
         (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
         (folder / f"{notebook}_saturation.png").write_bytes(b"png")
         rec = numbers.recording(folder)
-        rec["folder"] = numbers.ROOT / "docs" / "runs" / "h200"  # links are made relative to docs/
+        rec["folder"] = numbers.ROOT / "docs" / "runs" / "gpu"  # links are made relative to docs/
         knee_lines, lever_lines = numbers.knee(rec), numbers.levers(rec)
         assert knee_lines[0].startswith(f"Notebook {notebook}. Knee") and "900 infer/s at c=16" in knee_lines[0]
         assert "In-process at batch 8, 2 stream(s): 1200 img/s." == knee_lines[1]
-        assert knee_lines[-1] == f"![{notebook}_saturation.png](runs/h200/{notebook}_saturation.png)"
+        assert knee_lines[-1] == f"![{notebook}_saturation.png](runs/gpu/{notebook}_saturation.png)"
         assert lever_lines[0].startswith(f"Notebook {notebook},") and "| 1 image per request | 800 |" in "\n".join(lever_lines)
         assert "two servers" not in lever_lines[-1]
     # a recording with the in-process rate at the server's mean batch (linear between the whole batches around it)
@@ -102,11 +102,11 @@ def test_14s_table_shows_each_rows_screening_run_and_a_dash_where_a_recording_la
                 {"variant": "FP32 + batching", "concurrency": 16, "throughput": 5600.0, "p99_ms": 4.0},
                 {"variant": "UINT8, 2 instances", "concurrency": 16, "throughput": 5400.0, "p99_ms": 4.0,
                  "repeats": 3, "throughput_min": 4700.0, "throughput_max": 5500.0}]  # recorded before `screened`
-    folder = tmp_path / "h200"
+    folder = tmp_path / "gpu"
     (folder / "results").mkdir(parents=True)
     (folder / "results" / "14_near_the_limit.json").write_text(json.dumps({"variants": variants}))
     rec = numbers.recording(folder)
-    rec["folder"] = numbers.ROOT / "docs" / "runs" / "h200"
+    rec["folder"] = numbers.ROOT / "docs" / "runs" / "gpu"
     text = "\n".join(numbers.variants_14(rec))
     assert "| infer/s (median) | runs | screening run | p99 (ms) |" in text
     assert "| article baseline: FP32 | 600 | 500-700 (3 runs, 40% apart) | 650 |" in text
@@ -135,11 +135,11 @@ def test_13_without_a_stable_baseline_says_why_there_is_no_ratio(tmp_path):
     best = {"settings": {"instances": 2}, "stable": True, "throughput": 5600.0, "p99_ms": 3.8, "concurrency": 16,
             "vs_baseline": None, "no_baseline_ratio": "the baseline at concurrency 16 gave no stable measurement (x)"}
     knobs = [{"knob": "instances", "value": "1", "stable": True, "throughput": 4000.0, "p99_ms": 4.0}]
-    folder = tmp_path / "h200"
+    folder = tmp_path / "gpu"
     (folder / "results").mkdir(parents=True)
     (folder / "results" / "13_dynamic_batching_compare.json").write_text(json.dumps({"knobs": knobs, "best": best}))
     rec = numbers.recording(folder)
-    rec["folder"] = numbers.ROOT / "docs" / "runs" / "h200"
+    rec["folder"] = numbers.ROOT / "docs" / "runs" / "gpu"
     text = "\n".join(numbers.knobs_13(rec))
     assert "no ratio to this run's baseline (the baseline at concurrency 16 gave no stable measurement (x))" in text
     assert "x this run's baseline" not in text
@@ -155,11 +155,11 @@ def test_13s_spread_counts_the_knob_rows_at_the_start_configurations_own_values(
              {"knob": "preferred batch sizes", "value": "[4]", "stable": True, "throughput": 1100.0, "p99_ms": 4.0},
              {"knob": "preferred batch sizes", "value": "[8, 16]", "stable": True, "throughput": 1500.0, "p99_ms": 4.0}]
     best = {"settings": {"instances": 1}, "stable": True, "throughput": 1000.0, "p99_ms": 4.0, "concurrency": 16}
-    folder = tmp_path / "h200"
+    folder = tmp_path / "gpu"
     (folder / "results").mkdir(parents=True)
     saved = {"knobs": knobs, "best": best, "start_settings": {"instances": 1, "preferred batch sizes": [4]}}
     (folder / "results" / "13_dynamic_batching_compare.json").write_text(json.dumps(saved))
-    rec = numbers.recording(folder) | {"folder": numbers.ROOT / "docs" / "runs" / "h200"}
+    rec = numbers.recording(folder) | {"folder": numbers.ROOT / "docs" / "runs" / "gpu"}
     assert "served 1000-1100 infer/s (10% apart, one run each)" in "\n".join(numbers.knobs_13(rec))
 
 
@@ -167,7 +167,7 @@ def test_13s_knob_row_stopped_by_the_memory_guard_says_so_not_unstable(tmp_path)
     """13's results keep no error text: the table reads it from 13_knobs.csv, so a guard stop is not called noise."""
     knobs = [{"knob": "transport", "value": "gRPC", "stable": False, "throughput": None, "p99_ms": None},
              {"knob": "transport", "value": "HTTP", "stable": False, "throughput": None, "p99_ms": None}]
-    folder = tmp_path / "h200"
+    folder = tmp_path / "gpu"
     (folder / "results").mkdir(parents=True)
     (folder / "results" / "13_dynamic_batching_compare.json").write_text(json.dumps({"knobs": knobs, "best": {}}))
     (folder / "13_knobs.csv").write_text(
@@ -183,7 +183,7 @@ def test_13s_knob_row_stopped_by_the_memory_guard_says_so_not_unstable(tmp_path)
 
 
 def test_the_history_table_names_the_concurrency_of_each_kept_row():
-    """The CPU world's 14 measures at concurrency 4, the H200's at 16: the kept row says which."""
+    """The CPU world's 14 measures at concurrency 4, the GPU's at 16: the kept row says which."""
     text = "\n".join(numbers.history())
     assert "kept at c=16" not in text
     rows = [line for line in text.splitlines() if line.startswith("| 20")]
@@ -193,7 +193,7 @@ def test_the_history_table_names_the_concurrency_of_each_kept_row():
 
 def test_16s_levers_set_14s_kept_row_beside_the_same_configuration_in_16s_server(tmp_path):
     """Two servers of one configuration can differ by more than one server's runs: the page shows both rows."""
-    folder = tmp_path / "h200"
+    folder = tmp_path / "gpu"
     (folder / "results").mkdir(parents=True)
     (folder / "results" / "16_saturation_and_knee.json").write_text(json.dumps({
         "saturation": [{"concurrency": 16}], "levers": [
@@ -229,7 +229,7 @@ def test_a_confirmed_knee_shows_its_runs_p99_range_beside_the_median_runs():
 
 def test_12s_candidates_show_each_rows_runs_and_say_when_a_recording_kept_none(tmp_path, monkeypatch):
     monkeypatch.setattr(numbers, "_plots", lambda rec, notebook: [])  # a folder outside docs/ has no page links
-    folder = tmp_path / "h200"
+    folder = tmp_path / "gpu"
     (folder / "results").mkdir(parents=True)
     rows = [{"variant": "fp16", "stable": True, "throughput": 3393.0, "p99_ms": 7.7, "runs": 1},
             {"variant": "fp16_frozen", "stable": True, "throughput": 3602.0, "p99_ms": 6.7, "runs": 4,

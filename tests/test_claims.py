@@ -69,7 +69,7 @@ def _flat(text: str) -> str:
 #   5. arithmetic shown in the sentence: the number is the result of "a x b x ... = N unit" written before it.
 # Anything a run measured is printed by its cells (the recap computes it from this run's results). The header's
 # recorded run times are printed by a code cell (recordings.header), and recordings are cited by their fixed folders
-# docs/runs/cpu and docs/runs/h200 only, never a dated one.
+# docs/runs/cpu and docs/runs/gpu only, never a dated one.
 # ---------------------------------------------------------------------------------------------------------------
 FENCE = re.compile(r"^\s*```.*?^\s*```[^\n]*$", re.S | re.M)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
@@ -203,8 +203,8 @@ def test_a_planted_figure_in_a_notebooks_markdown_is_caught():
                      "One input is 3 x 224 x 224 x 4 bytes = 602 KB.",
                      "The article measured 271.5 infer/s."):
         assert planted(harmless) == [], harmless
-    assert DATED_RECORDING.search("see docs/runs/h200-2026-12-03/11_baseline_benchmark.ipynb")
-    assert not DATED_RECORDING.search("see docs/runs/h200/11_baseline_benchmark.ipynb")
+    assert DATED_RECORDING.search("see docs/runs/gpu-2026-12-03/11_baseline_benchmark.ipynb")
+    assert not DATED_RECORDING.search("see docs/runs/gpu/11_baseline_benchmark.ipynb")
 
 
 @pytest.mark.parametrize("path", CHECKED, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -298,18 +298,18 @@ def test_every_notebook_reads_the_series_tag_and_readme_names_the_pinned_ones():
 
 
 def test_capacity_plan_divides_by_a_rate_measured_over_the_network():
-    """30, and numbers review 15: a pod behind a Service is reached over the network. 20's H200 rate is notebook 13's
+    """30, and numbers review 15: a pod behind a Service is reached over the network. 20's GPU rate is notebook 13's
     gRPC row of the current GPU recording (the FP32 tensor in every request), and its latency without queueing is that
     row's p50 minus its queue time: one transport, not 14's or 16's shared-memory sweeps, nor the 2026-11-30 run. The
-    prose says the row is one level, not a searched knee; the code skips the H200 plan when that row is not stable."""
+    prose says the row is one level, not a searched knee; the code skips the GPU plan when that row is not stable."""
     code, text = _code("20_kubernetes"), _flat(_markdown("20_kubernetes"))
     for old in ("h200_native_sweeps.csv", "h200_14_saturation.csv", "h200_14_results.json", 'docs" / "data'):
         assert old not in code, old
-    assert 'recordings.folder("h200") / "13_knobs.csv"' in code and 'knob="transport", value="gRPC"' in code
-    assert 'recordings.label("h200")' in code and "the H200 plan is skipped" in code
+    assert 'recordings.folder("gpu") / "13_knobs.csv"' in code and 'knob="transport", value="gRPC"' in code
+    assert 'recordings.label("gpu")' in code and "the GPU plan is skipped" in code
     assert "one concurrency level, not a searched knee" in text and "plan is conservative" in text
     assert "p50 minus its queue time" in text
-    knobs = pd.read_csv(ROOT / "docs" / "runs" / "h200" / "13_knobs.csv")
+    knobs = pd.read_csv(ROOT / "docs" / "runs" / "gpu" / "13_knobs.csv")
     assert len(knobs.query("knob == 'transport' and value == 'gRPC'")) == 1  # the row the notebook reads
     assert "infer/s" not in text.split("## 3. A capacity plan", 1)[1].split("## 4.", 1)[0]
 

@@ -182,7 +182,7 @@ def _knobs(stable: bool):
 
 
 def test_recorded_rate_reads_one_row_and_its_own_queue_free_latency():
-    """Numbers review 15: the H200's rate per replica and its latency without queueing come from one row, so one
+    """Numbers review 15: the GPU recording's rate per replica and its latency without queueing come from one row, so one
     transport; an unstable row gives no rate, with the row's error; a missing row is named."""
     got = k8s.recorded_rate(_knobs(True))
     assert got["stable"] and got["throughput"] == 4000.0 and got["concurrency"] == 16

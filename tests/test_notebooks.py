@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers import nearlimit, series
+from helpers import nearlimit, recordings, series
 from conftest import CI_RUN_TAG, triton_processes
 
 
@@ -263,10 +263,10 @@ def test_kubernetes_notebook_numbers(ci_run):
                                     "02-deployment-triton-resnet18.yaml"] and len(k8s["manifests"]) == 7
     assert k8s["threshold_us"] >= 100 and [r["concurrency"] for r in k8s["signal"]] == [1, 2, 4]
     planned = [r for r in k8s["plan"] if r["planned"]]
-    # the H200 is planned only when notebook 13's gRPC row in docs/runs/h200 is stable (numbers review 15)
-    assert {r["rate from"].split(" (")[0] for r in planned} == ({"this machine", "H200"} if k8s["h200"]["stable"]
+    # the GPU recording's card is planned only when notebook 13's gRPC row in docs/runs/gpu is stable (numbers review 15)
+    assert {r["rate from"].split(" (")[0] for r in planned} == ({"this machine", recordings.card("gpu")} if k8s["gpu"]["stable"]
                                                                  else {"this machine"})
-    assert k8s["h200"]["stable"] or k8s["h200"]["error"]  # a skipped H200 plan says why
+    assert k8s["gpu"]["stable"] or k8s["gpu"]["error"]  # a skipped GPU plan says why
     assert k8s["warmup_batch_sizes"] == list(range(1, 65))  # the pods' warm-up: every size up to max_batch_size 64
     assert all(r["utilization"] <= 0.7 + 1e-9 for r in planned)  # the 30 % headroom rule
     assert k8s["settings"]["instance_count"] >= 1  # the configuration 13 kept, deployed

@@ -235,10 +235,10 @@ def test_capacity_figure_draws_each_plans_budget():
     from helpers import k8s
 
     sims = {(where, n): k8s.simulate(n, rate, 2.5 * rate, base_ms=base, seconds=5)
-            for where, rate, base in (("this machine (cpu)", 44.0, 28.0), ("H200 (notebook 13's gRPC row, docs/runs/h200)",
+            for where, rate, base in (("this machine (cpu)", 44.0, 28.0), ("NVIDIA H100 80GB HBM3 (notebook 13's gRPC row, docs/runs/gpu)",
                                                                            4500.0, 2.0)) for n in (3, 4, 5)}
     fig = plots.simulated_latency(sims, "Simulated latency", budgets={"this machine (cpu)": 400.0,
-                                                                     "H200 (notebook 13's gRPC row, docs/runs/h200)": 10.0})
+                                                                     "NVIDIA H100 80GB HBM3 (notebook 13's gRPC row, docs/runs/gpu)": 10.0})
     text = _texts(fig)
     assert "p99 budget, 400 ms" in text and "p99 budget, 10 ms" in text
     _check(fig, ["this machine (cpu)"])

@@ -1,4 +1,4 @@
-"""The two recordings, docs/runs/cpu and docs/runs/h200, name the code they ran (run.json: commit and git trees),
+"""The two recordings, docs/runs/cpu and docs/runs/gpu, name the code they ran (run.json: commit and git trees),
 and scripts/record_run.py keeps only runs of one committed state of notebooks/, helpers/ and scripts/ (issue 34)."""
 from __future__ import annotations
 
@@ -37,12 +37,12 @@ def _record_module():
 
 
 def test_both_recordings_exist_with_fixed_names_and_a_run_json():
-    assert sorted(p.name for p in recordings.RUNS.iterdir()) == ["cpu", "h200"]
-    cpu, h200 = recordings.load("cpu"), recordings.load("h200")
+    assert sorted(p.name for p in recordings.RUNS.iterdir()) == ["cpu", "gpu"]
+    cpu, gpu = recordings.load("cpu"), recordings.load("gpu")
     assert {nb.stem for nb in series.notebooks()} <= set(cpu["notebooks"]), "the CPU recording lacks a notebook"
-    assert {nb.stem for nb in series.notebooks() if "10" <= nb.stem[:2] <= "16"} <= set(h200["notebooks"])
-    for world, run in (("cpu", cpu), ("h200", h200)):
-        assert run["profile"] == {"cpu": "ci", "h200": "gpu-local"}[world]
+    assert {nb.stem for nb in series.notebooks() if "10" <= nb.stem[:2] <= "16"} <= set(gpu["notebooks"])
+    for world, run in (("cpu", cpu), ("gpu", gpu)):
+        assert run["profile"] == {"cpu": "ci", "gpu": "gpu-local"}[world]
         assert {"cpu_cores", "gpu", "driver"} <= set(run["machine"])
         for stem, entry in run["notebooks"].items():
             assert (recordings.folder(world) / f"{stem}.ipynb").exists(), (world, stem)
@@ -95,15 +95,15 @@ def test_a_recorded_notebook_is_the_notebook_of_the_commit_it_names(world):
 
 
 @needs_git
-def test_the_h200_label_names_the_commit_and_what_changed_since():
-    said = recordings.label("h200")
-    run = recordings.load("h200")
+def test_the_gpu_label_names_the_commit_and_what_changed_since():
+    said = recordings.label("gpu")
+    run = recordings.load("gpu")
     assert said.startswith("recorded at ") and all(c[:7] in said for c in recordings.commits(run))
-    changed = recordings.changed_since("h200")
+    changed = recordings.changed_since("gpu")
     assert ("changed since: " in said) == bool(changed)
     if changed:
         assert changed[0] in said
-    assert "docs/runs/h200" in recordings.header("14_near_the_limit")
+    assert "docs/runs/gpu" in recordings.header("14_near_the_limit")
 
 
 def _run_folder(tmp_path: Path, trees_by_notebook: dict[str, dict]) -> Path:
@@ -129,23 +129,23 @@ def _run_folder(tmp_path: Path, trees_by_notebook: dict[str, dict]) -> Path:
 def test_recording_a_run_writes_a_readers_paths_the_commit_and_replaces_the_folder(tmp_path, monkeypatch):
     record_run = _record_module()
     monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
-    (tmp_path / "runs" / "h200").mkdir(parents=True)
-    (tmp_path / "runs" / "h200" / "old.ipynb").write_text("{}")  # an older recording's file: gone afterwards
+    (tmp_path / "runs" / "gpu").mkdir(parents=True)
+    (tmp_path / "runs" / "gpu" / "old.ipynb").write_text("{}")  # an older recording's file: gone afterwards
     head = _head_trees()
     run_dir = _run_folder(tmp_path, {"10_resnet18_torchscript": head, "11_baseline_benchmark": head})
-    record_run.record(run_dir, "h200", roots=[Path("/root/checkout")], bin_dirs=[Path("/opt/kit/bin")])
-    kept = tmp_path / "runs" / "h200"
+    record_run.record(run_dir, "gpu", roots=[Path("/root/checkout")], bin_dirs=[Path("/opt/kit/bin")])
+    kept = tmp_path / "runs" / "gpu"
     assert not (kept / "old.ipynb").exists()
     cells = [c for c in json.loads((kept / "10_resnet18_torchscript.ipynb").read_text())["cells"] if c["cell_type"] == "code"]
     header = next(c for c in cells if "header" in c["metadata"].get("tags", []))  # printed again from the recordings
     assert "".join(header["outputs"][0]["text"]) == recordings.header("10_resnet18_torchscript") + "\n"
     text = "".join(next(c for c in cells if "header" not in c["metadata"].get("tags", []))["outputs"][0]["text"])
-    assert text == "model at $PWD/runs/h200/models/resnet18\nserver tritonserver from $PWD/helpers\n"
+    assert text == "model at $PWD/runs/gpu/models/resnet18\nserver tritonserver from $PWD/helpers\n"
     run = json.loads((kept / "run.json").read_text())
-    assert run["world"] == "h200" and run["trees"] == head
+    assert run["world"] == "gpu" and run["trees"] == head
     assert recordings.git_output("rev-parse", f"{run['commit']}:helpers").strip() == head["helpers"]
     assert {e["commit"] for e in run["notebooks"].values()} == {run["commit"]}
-    assert json.loads((kept / "results" / "10_resnet18_torchscript.json").read_text()) == {"log": "$PWD/runs/h200/logs/x.log"}
+    assert json.loads((kept / "results" / "10_resnet18_torchscript.json").read_text()) == {"log": "$PWD/runs/gpu/logs/x.log"}
     assert (kept / "10_latency.csv").read_text() == "a,b\n1,2\n"
 
 
@@ -156,9 +156,9 @@ def test_recording_over_another_commits_recording_archives_it_and_history_lists_
     monkeypatch.setattr(record_run, "ARCHIVE", tmp_path / "archive")
     old = recordings.git_output("rev-list", "--max-parents=0", "HEAD").split()[0]  # a commit no run ran today
     date = recordings.git_output("show", "-s", "--format=%cs", old).strip()
-    kept = tmp_path / "runs" / "h200"
+    kept = tmp_path / "runs" / "gpu"
     (kept / "results").mkdir(parents=True)
-    (kept / "run.json").write_text(json.dumps({"world": "h200", "commit": old}))
+    (kept / "run.json").write_text(json.dumps({"world": "gpu", "commit": old}))
     variants = [{"variant": "article baseline", "throughput": 100, "stable": True},
                 {"variant": "FP16 + batching", "throughput": 250, "stable": True}]
     (kept / "results" / "14_near_the_limit.json").write_text(json.dumps({"best": "FP16 + batching",
@@ -166,22 +166,22 @@ def test_recording_over_another_commits_recording_archives_it_and_history_lists_
     for name in ("report_14.md", "14_variants.csv", "14_variants.png", "14_near_the_limit.ipynb"):
         (kept / name).write_text(name)
     head = _head_trees()
-    record_run.record(_run_folder(tmp_path, {"10_resnet18_torchscript": head}), "h200")
-    folder = tmp_path / "archive" / f"h200-{date}-{old[:7]}"
+    record_run.record(_run_folder(tmp_path, {"10_resnet18_torchscript": head}), "gpu")
+    folder = tmp_path / "archive" / f"gpu-{date}-{old[:7]}"
     assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
         "14_variants.csv", "recorded.json", "report_14.md", "results/14_near_the_limit.json"]  # no notebook, no PNG
     recorded = json.loads((folder / "recorded.json").read_text())
     new = json.loads((kept / "run.json").read_text())["commit"]
     assert recorded == {"date": date, "commit": old,
-                        "note": f"docs/runs/h200 as recorded at {old[:7]}, replaced by the recording at {new[:7]}"}
+                        "note": f"docs/runs/gpu as recorded at {old[:7]}, replaced by the recording at {new[:7]}"}
     spec = importlib.util.spec_from_file_location("benchmark_numbers", series.ROOT / "scripts" / "benchmark_numbers.py")
     numbers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(numbers)
     monkeypatch.setattr(numbers, "ARCHIVE", tmp_path / "archive")
-    assert f"| {date} | h200-{date}-{old[:7]} | {old[:7]} | 250 (FP16 + batching) | 2.5x | - |" in numbers.history()
-    with pytest.raises(FileExistsError, match=f"h200-{date}-{old[:7]} exists: expected a new archive folder"):
-        (kept / "run.json").write_text(json.dumps({"world": "h200", "commit": old}))  # the same recording again
-        record_run.record(_run_folder(tmp_path / "again", {"10_resnet18_torchscript": head}), "h200")
+    assert f"| {date} | gpu-{date}-{old[:7]} | {old[:7]} | 250 (FP16 + batching) | 2.5x | - |" in numbers.history()
+    with pytest.raises(FileExistsError, match=f"gpu-{date}-{old[:7]} exists: expected a new archive folder"):
+        (kept / "run.json").write_text(json.dumps({"world": "gpu", "commit": old}))  # the same recording again
+        record_run.record(_run_folder(tmp_path / "again", {"10_resnet18_torchscript": head}), "gpu")
 
 
 def test_a_run_whose_notebooks_ran_different_code_is_refused(tmp_path, monkeypatch):
@@ -192,12 +192,32 @@ def test_a_run_whose_notebooks_ran_different_code_is_refused(tmp_path, monkeypat
                                      "11_baseline_benchmark": {**one, "helpers": "d" * 40}})
     with pytest.raises(record_run.MixedRun, match=r"10_resnet18_torchscript ran with .*bbbb.*11_baseline_benchmark "
                                                   r"ran with .*dddd"):
-        record_run.record(run_dir, "h200")
+        record_run.record(run_dir, "gpu")
     run_dir = _run_folder(tmp_path / "again", {"10_resnet18_torchscript": one})
     if GIT:
         with pytest.raises(record_run.MixedRun, match="no commit of `git log` has the trees"):
-            record_run.record(run_dir, "h200")
-    assert not (tmp_path / "runs" / "h200").exists()
+            record_run.record(run_dir, "gpu")
+    assert not (tmp_path / "runs" / "gpu").exists()
+
+
+def test_a_run_whose_notebooks_ran_on_different_gpus_is_refused(tmp_path, monkeypatch):
+    """A run folder continued on another card is not one recording: record_run names the notebooks and the cards."""
+    record_run = _record_module()
+    monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
+    one = {"notebooks": "a" * 40, "helpers": "b" * 40, "scripts": "c" * 40}
+    run_dir = _run_folder(tmp_path, {"10_resnet18_torchscript": one, "11_baseline_benchmark": one})
+    run = json.loads((run_dir / "run.json").read_text())
+    run["notebooks"]["11_baseline_benchmark"]["machine"] = {"cpu_cores": 16, "gpu": "NVIDIA H100 80GB HBM3",
+                                                           "driver": "580"}
+    (run_dir / "run.json").write_text(json.dumps(run))
+    monkeypatch.setattr(record_run, "commit_of", lambda trees, root=None: "f" * 40)
+    with pytest.raises(record_run.MixedRun, match=r"different machines.*10_resnet18_torchscript ran on .*H200.*"
+                                                  r"11_baseline_benchmark ran on .*H100"):
+        record_run.record(run_dir, "gpu")
+    assert not (tmp_path / "runs" / "gpu").exists()
+    assert record_run.one_machine({"machine": {"gpu": "X"}, "notebooks": {"10": {}}}) == {"gpu": "X"}
+    with pytest.raises(record_run.MixedRun, match="names no machine"):
+        record_run.one_machine({"notebooks": {"10": {}}})
 
 
 def test_a_run_whose_notebooks_ran_out_of_number_order_is_refused(tmp_path, monkeypatch):
@@ -213,8 +233,8 @@ def test_a_run_whose_notebooks_ran_out_of_number_order_is_refused(tmp_path, monk
     assert recordings.out_of_order(run_dir) == ["15_model_analyzer", "14_near_the_limit"]
     monkeypatch.setattr(record_run, "commit_of", lambda trees, root=None: "f" * 40)
     with pytest.raises(record_run.MixedRun, match=r"order \['15', '14'\], expected their number order"):
-        record_run.record(run_dir, "h200")
-    assert not (tmp_path / "runs" / "h200").exists()
+        record_run.record(run_dir, "gpu")
+    assert not (tmp_path / "runs" / "gpu").exists()
     nb = json.loads((run_dir / "15_model_analyzer.ipynb").read_text())
     nb["metadata"]["papermill"]["start_time"] = "2026-12-04T15:30:00"
     (run_dir / "15_model_analyzer.ipynb").write_text(json.dumps(nb))

@@ -96,6 +96,18 @@ def test_a_chained_call_into_the_same_run_folder_adds_to_its_run_json(short_note
     assert recorded["04_later"]["call"] == "2026-12-05T08:00:00Z" and "call" not in recorded["01_quick"]
 
 
+def test_a_call_on_another_machine_keeps_each_notebooks_machine_and_clears_the_runs(tmp_path):
+    """A chained call that lands on another card: each notebook keeps the machine it ran on, the run names none."""
+    h200 = {"cpu_cores": 16, "gpu": "NVIDIA H200", "driver": "580"}
+    h100 = {"cpu_cores": 16, "gpu": "NVIDIA H100 80GB HBM3", "driver": "580"}
+    series.update_run_file(tmp_path, "10_a", "ok", 1.0, "gpu-local", {"helpers": "a"}, h200)
+    assert json.loads((tmp_path / "run.json").read_text())["machine"] == h200
+    series.update_run_file(tmp_path, "14_b", "ok", 1.0, "gpu-local", {"helpers": "a"}, h100)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["machine"] is None and run["notebooks"]["10_a"]["machine"] == h200
+    assert run["notebooks"]["14_b"]["machine"] == h100
+
+
 def test_the_report_rounds_a_time_as_run_json_keeps_it(tmp_path):
     """run.json keeps a tenth of a second and the pages print it whole: report.md says the same whole seconds."""
     series.update_run_file(tmp_path, "20_kubernetes", "ok", 14.54, "ci", {"helpers": "a"}, {"cpu_cores": 2})

@@ -194,9 +194,9 @@ def test_recorded_gpu_runs_are_published_with_their_label(served_site):
     pages = sorted((out / "recorded").glob("*/*/index.html"))
     runs = {p.parent.name for p in (series.ROOT / "docs" / "runs").glob("*/*.ipynb")}
     assert runs and {p.parent.parent.name for p in pages} == runs
-    h200 = (out / "recorded" / "h200" / "14_near_the_limit" / "index.html").read_text()
-    assert "Recorded run <code>h200</code>" in h200 and h200.count("data:image/png;base64,") >= 1  # 14's variants
-    assert recordings.label("h200").split(";")[0] in h200  # "recorded at <commit>", and what changed since
+    gpu = (out / "recorded" / "gpu" / "14_near_the_limit" / "index.html").read_text()
+    assert "Recorded run <code>gpu</code>" in gpu and gpu.count("data:image/png;base64,") >= 1  # 14's variants
+    assert recordings.label("gpu").split(";")[0] in gpu  # "recorded at <commit>", and what changed since
 
 
 def _recorded_pages() -> list[str]:
