@@ -207,8 +207,9 @@ def _where(run: dict, world: str) -> str:
 
 
 def card(world: str) -> str:
-    """The GPU a world's recording ran on ('NVIDIA H200'), or 'the CPU' where it names none."""
-    return (load(world).get("machine") or {}).get("gpu") or "the CPU"
+    """The GPU a world's recording ran on ('NVIDIA H200'); 'the CPU' for the CPU world, 'an unnamed GPU' where a GPU
+    world's run.json names none."""
+    return (load(world).get("machine") or {}).get("gpu") or ("the CPU" if world == "cpu" else "an unnamed GPU")
 
 
 def header(notebook_stem: str) -> str:

@@ -100,16 +100,16 @@ def expected_duration(profile: str | None) -> str:
 
 
 def recorded_machine(profile: str | None) -> str:
-    """The GPU (else the CPU cores) the profile's last recorded run ran on, from its run.json; 'an unrecorded machine'
-    when no recorded folder has one."""
+    """The GPU (else the CPU cores) the profile's last recorded run ran on, from its run.json, as a noun without an
+    article ('NVIDIA H200', 'CPU (2 cores)'); 'machine (not recorded)' when no recorded folder names one."""
     for folder in reversed(_recorded_folders(profile)):
         if (folder / RUN_FILE).exists():
             found = json.loads((folder / RUN_FILE).read_text()).get("machine") or {}
             if found.get("gpu"):
                 return found["gpu"]
             if found.get("cpu_cores"):
-                return f"a CPU with {found['cpu_cores']} cores"
-    return "an unrecorded machine"
+                return f"CPU ({found['cpu_cores']} cores)"
+    return "machine (not recorded)"
 
 
 def recorded_ranges(profile: str | None) -> dict[str, list[float]]:

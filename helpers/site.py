@@ -56,7 +56,7 @@ def assemble(run_dir: Path, target: Path = SITE_SOURCE) -> list[str]:
     from . import recordings
     for path in executed:  # papermill's injected-parameters cell stays: it shows what this run used
         shutil.copyfile(path, target / "notebooks" / path.name)
-    recorded = []  # the recorded GPU runs kept in docs/runs, published beside this run, labelled with their run
+    recorded = []  # the two recordings kept in docs/runs (cpu, gpu), published beside this run, each labelled with its run
     for path in sorted((ROOT / "docs" / "runs").glob("*/*.ipynb")):
         page = Path("recorded") / path.parent.name / path.name
         (target / page).parent.mkdir(parents=True, exist_ok=True)

@@ -525,6 +525,15 @@ def _thirteen_kept_note(rec: dict) -> list[str]:
                 f"start configuration, not over its search."]
 
 
+def _archived_card(name: str, meta: dict) -> str:
+    """The card an archived recording ran on: its recorded.json's machine, else its folder name's world (the h200
+    world was always an NVIDIA H200), else '-'."""
+    machine = meta.get("machine") or {}
+    if machine.get("gpu") or machine.get("cpu_cores"):
+        return machine.get("gpu") or f"CPU ({machine['cpu_cores']} cores)"
+    return {"h200": "NVIDIA H200", "cpu": "CPU", "ci": "CPU"}.get(name.split("-")[0], "-")
+
+
 def history() -> list[str]:
     """One row per archived recording: date, commit, notebook 14's kept row at 14's concurrency, and its knee."""
     rows = []
@@ -538,6 +547,7 @@ def history() -> list[str]:
         except Missing:
             knee_results = {}
         rows.append({"date": meta["date"], "recording": folder.name, "commit": meta["commit"][:7],
+                     "card": _archived_card(folder.name, meta),
                      "best": f"{float(best['throughput']):.0f}"
                              + (f" at c={_f(best['concurrency'])}" if _num(best.get("concurrency")) is not None else "")
                              + f" ({best['variant']})" if best else "-",
@@ -550,6 +560,7 @@ def history() -> list[str]:
             "over its own baseline, as the run printed them. Until commit ff70ebd, a row measured by a request count printed a rate over whole "
             "seconds, so a baseline measured that way reads low and its ratio high.", "",
             *table(rows, [("date", "date", ""), ("recording", "recording", ""), ("recorded in", "commit", ""),
+                          ("on", "card", ""),
                           ("14: kept row (infer/s at concurrency c)", "best", ""), ("x its baseline", "x", ""),
                           ("knee", "knee", "")])]
 

@@ -71,13 +71,13 @@ def one_trees(run: dict) -> dict[str, str]:
 
 def one_machine(run: dict) -> dict:
     """The machine every notebook of a run ran on (an entry without one ran on the run's); MixedRun names the notebooks
-    and machines where they differ: a recording's numbers come from one card and driver."""
+    and machines where they differ: a recording's numbers come from one card, driver and CPU core count."""
     groups: dict[str, list[str]] = {}
     for stem, entry in run.get("notebooks", {}).items():
         groups.setdefault(json.dumps(entry.get("machine", run.get("machine")), sort_keys=True), []).append(stem)
     if len(groups) > 1:
         told = "; ".join(f"{', '.join(stems)} ran on {found}" for found, stems in groups.items())
-        raise MixedRun(f"the run's notebooks ran on different machines, expected one GPU and driver: {told}")
+        raise MixedRun(f"the run's notebooks ran on different machines, expected one GPU, driver and CPU core count: {told}")
     found = json.loads(next(iter(groups))) if groups else None
     if not found:
         raise MixedRun("run.json names no machine: expected the series runner's `machine` (CPU cores, GPU, driver)")
@@ -118,7 +118,8 @@ def archive_target(world: str, new_commit: str) -> tuple[Path, dict] | None:
         raise FileExistsError(f"{folder} exists: expected a new archive folder for the recording at {old[:7]}; move "
                               f"the one there aside first")
     note = f"docs/runs/{world} as recorded at {old[:7]}, replaced by the recording at {new_commit[:7]}"
-    return folder, {"date": date, "commit": old, "note": note}
+    machine = json.loads(run_file.read_text()).get("machine")  # the card, so the History table can name it
+    return folder, {"date": date, "commit": old, "note": note, **({"machine": machine} if machine else {})}
 
 
 def archive(world: str, folder: Path, recorded: dict) -> list[Path]:
@@ -151,6 +152,9 @@ def record(run_dir: Path, world: str, *, roots: list[Path] | None = None, extra:
                        f"{run.get('profile')!r}")
     trees = one_trees(run)
     machine = one_machine(run)
+    if world != "cpu" and not machine.get("gpu"):
+        raise MixedRun(f"the {world} recording is made on a GPU; the run's machine names none ({machine}): did "
+                       f"nvidia-smi answer on that machine?")
     commit = commit_of(trees)
     failed = [stem for stem, entry in run["notebooks"].items() if entry.get("status") != "ok"]
     if failed:

@@ -178,7 +178,7 @@ def test_recording_over_another_commits_recording_archives_it_and_history_lists_
     numbers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(numbers)
     monkeypatch.setattr(numbers, "ARCHIVE", tmp_path / "archive")
-    assert f"| {date} | gpu-{date}-{old[:7]} | {old[:7]} | 250 (FP16 + batching) | 2.5x | - |" in numbers.history()
+    assert f"| {date} | gpu-{date}-{old[:7]} | {old[:7]} | - | 250 (FP16 + batching) | 2.5x | - |" in numbers.history()
     with pytest.raises(FileExistsError, match=f"gpu-{date}-{old[:7]} exists: expected a new archive folder"):
         (kept / "run.json").write_text(json.dumps({"world": "gpu", "commit": old}))  # the same recording again
         record_run.record(_run_folder(tmp_path / "again", {"10_resnet18_torchscript": head}), "gpu")
@@ -218,6 +218,30 @@ def test_a_run_whose_notebooks_ran_on_different_gpus_is_refused(tmp_path, monkey
     assert record_run.one_machine({"machine": {"gpu": "X"}, "notebooks": {"10": {}}}) == {"gpu": "X"}
     with pytest.raises(record_run.MixedRun, match="names no machine"):
         record_run.one_machine({"notebooks": {"10": {}}})
+
+
+def test_a_gpu_recording_without_a_named_gpu_is_refused_and_archives_name_their_card(tmp_path, monkeypatch):
+    """Review s17: a gpu-local run whose machine names no GPU (nvidia-smi silent) is not a GPU recording; an archived
+    recording's History row names the card it ran on."""
+    record_run = _record_module()
+    monkeypatch.setattr(record_run, "RUNS", tmp_path / "runs")
+    one = {"notebooks": "a" * 40, "helpers": "b" * 40, "scripts": "c" * 40}
+    run_dir = _run_folder(tmp_path, {"10_resnet18_torchscript": one})
+    run = json.loads((run_dir / "run.json").read_text())
+    run["machine"] = {"cpu_cores": 16, "gpu": None, "driver": None}
+    (run_dir / "run.json").write_text(json.dumps(run))
+    monkeypatch.setattr(record_run, "commit_of", lambda trees, root=None: "f" * 40)
+    with pytest.raises(record_run.MixedRun, match="made on a GPU; the run's machine names none"):
+        record_run.record(run_dir, "gpu")
+    assert not (tmp_path / "runs" / "gpu").exists()
+    spec = importlib.util.spec_from_file_location("benchmark_numbers", series.ROOT / "scripts" / "benchmark_numbers.py")
+    numbers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(numbers)
+    assert numbers._archived_card("gpu-2027-01-01-abc1234", {"machine": {"gpu": "NVIDIA H100 80GB HBM3"}}) == \
+        "NVIDIA H100 80GB HBM3"
+    assert numbers._archived_card("h200-2026-12-02", {}) == "NVIDIA H200"
+    assert numbers._archived_card("cpu-2026-12-04-abc1234", {"machine": {"cpu_cores": 2}}) == "CPU (2 cores)"
+    assert numbers._archived_card("gpu-2027-01-01-abc1234", {}) == "-"
 
 
 def test_a_run_whose_notebooks_ran_out_of_number_order_is_refused(tmp_path, monkeypatch):
