@@ -178,6 +178,8 @@ def update_run_file(run_dir: Path, notebook: str, status: str, seconds: float, p
 
     path = run_dir / RUN_FILE
     run = json.loads(path.read_text()) if path.exists() else {"notebooks": {}}
+    for entry in run["notebooks"].values():  # an entry written before run.json kept each notebook's machine
+        entry.setdefault("machine", run.get("machine"))
     run["notebooks"][notebook] = {"seconds": round(seconds, 1), "status": status, "profile": profile or "article",
                                   "trees": trees, "machine": machine, **({"call": call} if call else {})}
     ran = [entry["trees"] for entry in run["notebooks"].values()]
@@ -185,7 +187,7 @@ def update_run_file(run_dir: Path, notebook: str, status: str, seconds: float, p
     head = {folder: recordings.git_output("rev-parse", f"HEAD:{folder}") for folder in trees}
     commit = recordings.git_output("rev-parse", "HEAD") if same and all(
         (head[f] or "").strip() == trees[f] for f in trees) else None
-    machines = [entry.get("machine", machine) for entry in run["notebooks"].values()]
+    machines = [entry["machine"] for entry in run["notebooks"].values()]
     one_machine = machine if all(m == machine for m in machines) else None
     run.update(commit=commit.strip() if commit else None, trees=same, machine=one_machine, profile=profile or "article")
     run["notebooks"] = dict(sorted(run["notebooks"].items()))

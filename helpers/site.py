@@ -63,7 +63,8 @@ def assemble(run_dir: Path, target: Path = SITE_SOURCE) -> list[str]:
         notebook = json.loads(path.read_text())
         world = path.parent.name
         said = recordings.label(world) if world in recordings.WORLDS else "not one of the current recordings"
-        label = (f"**Recorded run `{world}`**: executed on the machine its run.json names (see docs/benchmarks.md), "
+        label = (f"**Recorded run `{world}`**: executed on {_card(world)} (its run.json; conditions in "
+                 f"docs/benchmarks.md), "
                  f"kept in the repository under docs/runs/{world}; not this site's CI run; {said}.")
         notebook["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": [label]})
         (target / page).write_text(json.dumps(notebook))
@@ -82,6 +83,16 @@ def _title(page: str) -> str:
 RECORDED_SECTION = "Recorded runs (docs/runs)"
 
 
+def _card(world: str) -> str:
+    """What a recorded folder ran on, from its run.json ('NVIDIA H200', '2 CPU cores')."""
+    from . import recordings
+    if world not in recordings.WORLDS:
+        return "a machine of an older recording"
+    machine = recordings.load(world).get("machine") or {}
+    return machine.get("gpu") or (f"{machine['cpu_cores']} CPU cores" if machine.get("cpu_cores")
+                                  else "machines its run.json names per notebook")
+
+
 def nav(pages: list[str], run_dir: Path) -> list[dict]:
     """The site's navigation: the docs pages, this run's notebooks under one section, and the recorded runs under
     another, one group per run folder, so a notebook recorded on another machine never sits beside this run's copy
@@ -91,7 +102,7 @@ def nav(pages: list[str], run_dir: Path) -> list[dict]:
     runs: dict[str, list[dict]] = {}
     for page in (p for p in pages if p.startswith("recorded/")):
         runs.setdefault(Path(page).parent.name, []).append({_title(page): page})
-    recorded = [{f"{name} (recorded)": entries} for name, entries in runs.items()]
+    recorded = [{f"{name} (recorded, {_card(name)})": entries} for name, entries in runs.items()]
     return [*docs, {f"Notebooks (run {run_dir.name})": this_run},
             *([{RECORDED_SECTION: recorded}] if recorded else [])]
 

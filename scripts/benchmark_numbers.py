@@ -225,7 +225,9 @@ def conditions(rec: dict) -> list[str]:
     for stem, number in calls.items():
         groups.setdefault(number, []).append(stem[:2])
     gpu = f"{machine['gpu']}, driver {machine.get('driver')}" if machine.get("gpu") else "no GPU"
-    return [f"`docs/runs/{world}`: {gpu}, {machine.get('cpu_cores')} CPU cores, `{run.get('profile')}` profile; "
+    where = (f"{gpu}, {machine.get('cpu_cores')} CPU cores" if machine
+             else "machines differ (see each notebook's `machine` in run.json)")
+    return [f"`docs/runs/{world}`: {where}, `{run.get('profile')}` profile; "
             f"{recordings.label(world) if world in recordings.WORLDS else 'not a current recording'}.",
             *([f"Note: {run['note']}."] if run.get("note") else []),
             *([f"The notebooks ran in {len(groups)} calls of the series runner, one after another, into this folder "
@@ -636,7 +638,7 @@ def block_ci_time() -> str:
     run = recordings.load("cpu")
     total = sum(float(e["seconds"]) for e in run["notebooks"].values() if e.get("status") == "ok")
     return (f"`ci` (local server, random weights, short sweeps; about {total / 60:.0f} min on "
-            f"{run['machine']['cpu_cores']} cores, the recorded CI run in `docs/runs/cpu`)")
+            f"{(run.get('machine') or {}).get('cpu_cores', 'unrecorded')} cores, the recorded CI run in `docs/runs/cpu`)")
 
 
 def block_recordings() -> str:

@@ -73,8 +73,14 @@ def one_machine(run: dict) -> dict:
     """The machine every notebook of a run ran on (an entry without one ran on the run's); MixedRun names the notebooks
     and machines where they differ: a recording's numbers come from one card, driver and CPU core count."""
     groups: dict[str, list[str]] = {}
-    for stem, entry in run.get("notebooks", {}).items():
+    entries = run.get("notebooks", {})
+    for stem, entry in entries.items():
         groups.setdefault(json.dumps(entry.get("machine", run.get("machine")), sort_keys=True), []).append(stem)
+    unnamed = [stem for stem, entry in entries.items() if "machine" not in entry]
+    if unnamed and len({entry.get("call") for entry in entries.values()}) > 1:
+        raise MixedRun(f"{', '.join(unnamed)} name no machine of their own (written before run.json kept each "
+                       f"notebook's machine) and the folder holds several calls: cannot tell whether they ran on one "
+                       f"machine; record them again in one call")
     if len(groups) > 1:
         told = "; ".join(f"{', '.join(stems)} ran on {found}" for found, stems in groups.items())
         raise MixedRun(f"the run's notebooks ran on different machines, expected one GPU, driver and CPU core count: {told}")

@@ -215,6 +215,9 @@ def test_16s_levers_set_14s_kept_row_beside_the_same_configuration_in_16s_server
     conditions = "\n".join(numbers.conditions(rec))
     assert "ran in 2 calls of the series runner, one after another, into this folder (13, 14; 16;" in conditions
     assert "| 16_saturation_and_knee | ok | 1 | unknown | 2 |" in conditions
+    mixed = {**json.loads((folder / "run.json").read_text()), "machine": None}  # notebooks of two machines
+    (folder / "run.json").write_text(json.dumps(mixed))
+    assert "machines differ (see each notebook's `machine` in run.json)" in numbers.conditions(numbers.recording(folder))[0]
 
 
 def test_a_confirmed_knee_shows_its_runs_p99_range_beside_the_median_runs():

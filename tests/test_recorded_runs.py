@@ -218,6 +218,11 @@ def test_a_run_whose_notebooks_ran_on_different_gpus_is_refused(tmp_path, monkey
     assert record_run.one_machine({"machine": {"gpu": "X"}, "notebooks": {"10": {}}}) == {"gpu": "X"}
     with pytest.raises(record_run.MixedRun, match="names no machine"):
         record_run.one_machine({"notebooks": {"10": {}}})
+    old_code = {"machine": {"gpu": "NVIDIA H200"}, "notebooks": {"10": {"call": "t1"}, "11": {"call": "t2"}}}
+    with pytest.raises(record_run.MixedRun, match=r"10, 11 name no machine of their own.*several calls"):
+        record_run.one_machine(old_code)  # written before each notebook kept its machine: the last call's card only
+    assert record_run.one_machine({**old_code, "notebooks": {"10": {"call": "t1"}, "11": {"call": "t1"}}}) == \
+        {"gpu": "NVIDIA H200"}  # one call ran on one machine
 
 
 def test_a_gpu_recording_without_a_named_gpu_is_refused_and_archives_name_their_card(tmp_path, monkeypatch):

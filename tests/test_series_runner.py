@@ -106,6 +106,11 @@ def test_a_call_on_another_machine_keeps_each_notebooks_machine_and_clears_the_r
     run = json.loads((tmp_path / "run.json").read_text())
     assert run["machine"] is None and run["notebooks"]["10_a"]["machine"] == h200
     assert run["notebooks"]["14_b"]["machine"] == h100
+    old = {"machine": h200, "notebooks": {"10_a": {"seconds": 1.0, "status": "ok", "trees": {"helpers": "a"}}}}
+    (tmp_path / "run.json").write_text(json.dumps(old))  # written before each notebook kept its machine
+    series.update_run_file(tmp_path, "14_b", "ok", 1.0, "gpu-local", {"helpers": "a"}, h100)
+    run = json.loads((tmp_path / "run.json").read_text())  # the old entry keeps the run's machine, not the new call's
+    assert run["machine"] is None and run["notebooks"]["10_a"]["machine"] == h200
 
 
 def test_the_report_rounds_a_time_as_run_json_keeps_it(tmp_path):

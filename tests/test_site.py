@@ -226,7 +226,11 @@ def test_recorded_runs_are_grouped_under_their_own_section(tmp_path):
     assert sorted(page for group in grouped.values() for _, page in group) == _recorded_pages()
     for title, group in grouped.items():  # each group is one run folder, named in its label
         folders = {page.split("/")[1] for _, page in group}
-        assert len(folders) == 1 and title == f"{folders.pop()} (recorded)", (title, group)
+        folder = folders.pop()
+        assert not folders and title == f"{folder} (recorded, {site._card(folder)})", (title, group)
+    titles = [title for entry in recorded for title in entry]  # each group names what its run.json says it ran on
+    cards = {world: (recordings.load(world).get("machine") or {}) for world in recordings.WORLDS}
+    assert f"gpu (recorded, {cards['gpu']['gpu']})" in titles and f"cpu (recorded, {cards['cpu']['cpu_cores']} CPU cores)" in titles
     for group in [this_run, *grouped.values()]:  # no title twice within one list a reader scans
         titles = [title for title, _ in group]
         assert len(titles) == len(set(titles)), titles
