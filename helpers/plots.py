@@ -178,7 +178,8 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
     if knee is not None:
         c, t = int(knee["concurrency"]), float(knee["throughput"])
         top = _top_level(results, knee)
-        ax_t.plot([c], [t], marker="*", markersize=16, color="tab:red", linestyle="none",
+        ax_t.plot([c], [t], marker="*", markersize=18, color="tab:red", markerfacecolor="none", mew=1.5,
+                  linestyle="none",  # hollow: a curve's point at the same place stays visible inside it
                   label=f">= {t:,.0f} infer/s at c={c} (top level: no knee reached)" if top
                   else f"knee: {t:,.0f} infer/s at c={c}")
         ax_p.axvline(c, color="tab:red", linestyle=":", label=f"top level, no knee (c={c})" if top else f"knee (c={c})")
@@ -191,6 +192,7 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
         _levels_axis(ax, levels)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
+    ax_t.set_ylim(top=ax_t.get_ylim()[1] * 1.06)  # room for the knee's star at the highest point
     fig.suptitle(title)
     fig.tight_layout()
     handles, labels = ax_t.get_legend_handles_labels()

@@ -6,8 +6,8 @@ predates numpy 2: with numpy 2 in the model's environment every input arrives as
 without an error (python_backend pull request 384, fixed in r24.11). The series pins numpy 1.26.4; a machine whose
 PyTorch comes with numpy 2 gives the Python models an environment of their own:
 
-    python -m helpers.pyenv /tmp/triton-python-env [--find-links DIR]
-    export TUTORIAL_PYTHON_ENV=/tmp/triton-python-env
+    python -m helpers.pyenv build/triton-python-env [--find-links DIR]
+    export TUTORIAL_PYTHON_ENV=$PWD/build/triton-python-env
 """
 from __future__ import annotations
 
@@ -60,8 +60,9 @@ def environment_problem(backend_dir: Path, env: Path | None = None) -> str | Non
     return (f"Python-backend models would run in {env}, which has numpy {version}; this server's Python backend "
             f"stub ({stub}) was built with a pybind11 older than 2.12, which cannot exchange tensors with numpy 2: "
             f"inputs arrive as 0xff bytes and outputs empty, without an error ({UPSTREAM}, fixed in Triton 24.11). "
-            f"Give the models an environment with numpy 1.x: `python -m helpers.pyenv /tmp/triton-python-env` "
-            f"(add `--find-links DIR` without network), then `export {ENV_VAR}=/tmp/triton-python-env`")
+            f"Give the models an environment with numpy 1.x, from the checkout: "
+            f"`python -m helpers.pyenv build/triton-python-env` "
+            f"(add `--find-links DIR` without network), then `export {ENV_VAR}=$PWD/build/triton-python-env`")
 
 
 def make_env(target: Path, find_links: Path | None = None, numpy: str = NUMPY1) -> Path:

@@ -169,7 +169,17 @@ def _knee_short(results: dict) -> str:
         return "none found"
     levels = [_num(r.get("concurrency")) for r in results.get("saturation", []) if _num(r.get("concurrency"))]
     text = f"{_f(knee.get('throughput'))} at c={_f(knee.get('concurrency'))}"
+    budget, p99 = _budget_ms(results), _num(knee.get("p99_ms"))
+    if budget is not None and p99 is not None and p99 > budget:  # an older search kept a level its own runs put over
+        text += f" (its p99 {p99:.1f} ms is over the {_f(budget)} ms budget: no knee by this page's rule)"
     return f">= {text} (top level, no knee)" if levels and _num(knee.get("concurrency")) == max(levels) else text
+
+
+def _budget_ms(results: dict) -> float | None:
+    """The p99 budget a run's knee search used, as its saved search texts state it ('over the 10 ms budget')."""
+    said = [str(k.get("stopped because", "")) for k in results.get("knees") or []] + [str(results.get("knee_search", ""))]
+    found = {float(m) for text in said for m in re.findall(r"over the ([0-9.]+) ms budget", text)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _knee(results: dict) -> str:

@@ -19,7 +19,7 @@ shift
 # Triton's Python backend activates EXECUTION_ENV_PATH/bin/activate, so the notebooks must run from a virtual
 # environment: python3's own when it is one, else a new one that sees the system's packages.
 OWN=$(python3 -c 'import sys; print(sys.prefix if sys.prefix != sys.base_prefix else "")')
-VENV=${VENV:-${OWN:-/tmp/gpu-venv}}
+VENV=${VENV:-${OWN:-$PWD/build/gpu-venv}}
 [ -x "$VENV/bin/python" ] || python3 -m venv --without-pip --system-site-packages "$VENV"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 # The notebooks' progress bars (tqdm.auto) need ipywidgets (pinned in requirements.txt): without it every notebook
@@ -32,7 +32,7 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 # numpy 2, the Python models (notebook 14's JPEG step) get an environment of their own with the series' numpy 1.x.
 # Without network, WHEEL_DIR (default: .wheels when present) holds the numpy wheel.
 if ! "$VENV/bin/python" -c 'import numpy, sys; sys.exit(int(numpy.__version__.split(".")[0]) >= 2)'; then
-  export TUTORIAL_PYTHON_ENV=${TUTORIAL_PYTHON_ENV:-/tmp/triton-python-env}
+  export TUTORIAL_PYTHON_ENV=${TUTORIAL_PYTHON_ENV:-$PWD/build/triton-python-env}
   WHEEL_DIR=${WHEEL_DIR:-$( [ -d .wheels ] && echo "$PWD/.wheels" || true )}
   [ -x "$TUTORIAL_PYTHON_ENV/bin/python" ] ||
     "$VENV/bin/python" -m helpers.pyenv "$TUTORIAL_PYTHON_ENV" ${WHEEL_DIR:+--find-links "$WHEEL_DIR"}

@@ -220,6 +220,19 @@ def test_16s_levers_set_14s_kept_row_beside_the_same_configuration_in_16s_server
     assert "machines differ (see each notebook's `machine` in run.json)" in numbers.conditions(numbers.recording(folder))[0]
 
 
+def test_a_history_knee_over_its_own_budget_is_marked():
+    """Review 18: an older search kept a level whose confirmed p99 left the budget; History says so beside the rate."""
+    results = {"knee": {"concurrency": 128, "throughput": 20975.9, "p99_ms": 11.609},
+               "saturation": [{"concurrency": 64}, {"concurrency": 128}, {"concurrency": 192}],
+               "knees": [{"stopped because": "p99 15.28 ms at concurrency 192 is over the 10 ms budget"}]}
+    assert numbers._knee_short(results) == ("20976 at c=128 (its p99 11.6 ms is over the 10 ms budget: no knee by this "
+                                            "page's rule)")
+    results["knee"]["p99_ms"] = 9.9
+    assert numbers._knee_short(results) == "20976 at c=128"
+    results["knees"].append({"stopped because": "p99 500 ms at concurrency 8 is over the 400 ms budget"})
+    assert numbers._budget_ms(results) is None  # two budgets named: none assumed
+
+
 def test_a_confirmed_knee_shows_its_runs_p99_range_beside_the_median_runs():
     """The knee's p99 is its median run's; one of the runs may sit over the budget, and the page shows it."""
     results = {"knee": {"concurrency": 32, "throughput": 7000.0, "p99_ms": 9.6},
