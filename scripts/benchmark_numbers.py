@@ -254,7 +254,7 @@ def conditions(rec: dict) -> list[str]:
             "Each notebook starts its own Triton servers (12, 13 and 15 more than one; 16's C API row runs one inside "
             "perf_analyzer): the same configuration measured by two notebooks (14's kept row and 15's measurement of "
             "the same pick, say) comes from two servers, and two servers' runs can differ by more than the range of "
-            "one server's repeated runs. On a CPU, the other models a server holds also slow each one (notebook 13's "
+            "one server's repeated runs. On a CPU, the other models a server holds can also slow each one (notebook 13's "
             "recap prints the gap and says why).", "",
             *table(rows, [("notebook", "notebook", ""), ("status", "status", ""), ("seconds", "seconds", ".0f"),
                           ("commit", "commit", ""), *([("call", "call", "")] if len(groups) > 1 else [])])]
