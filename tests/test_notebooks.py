@@ -76,8 +76,12 @@ def test_resnet18_track_numbers(ci_run):
     assert 'platform: "pytorch_libtorch"' in ten["autocompleted"] and "KIND_CPU" in ten["autocompleted"]
     assert 'default_model_filename: "model.pt"' in ten["autocompleted"] and "model_warmup" not in ten["autocompleted"]
     assert any("not supported for pytorch backend" in line for line in ten["autocomplete_log"])
-    baseline = _results(ci_run, "11_baseline_benchmark")["table"]
+    eleven = _results(ci_run, "11_baseline_benchmark")
+    baseline = eleven["table"]
     assert [row["concurrency"] for row in baseline] == [1, 4]
+    # what 13 sets its own baseline beside: the models 11's server held, its warm-up and its memory limit
+    assert eleven["server_models"] == ["resnet18_pytorch"] and eleven["memory_limit_gb"] > 0, eleven
+    assert eleven["warmup_requests"] == 10
     # the ci profile checks the pipeline, not speed: on a busy 2-core runner a level may see a window in which no
     # request completed; it is then marked unstable with that reason, and the sweep goes on
     assert any(row["stable"] for row in baseline)
@@ -115,6 +119,9 @@ def test_resnet18_track_numbers(ci_run):
     # the ratio to the baseline multiplies two ratios of one server each (or, without the sweep's twin row, says two)
     assert compare["best"]["vs_baseline"] is None or compare["best"]["vs_baseline_how"].startswith(
         ("one server per factor: kept / start", "two servers")), compare["best"]
+    recap = json.dumps(json.loads((ci_run / "13_dynamic_batching_compare.ipynb").read_text())["cells"])
+    assert "in notebook 11's server (it held resnet18_pytorch)" in recap or "stable row at concurrency 4" in recap
+    assert "perf_analyzer settings: warmup_requests 10 there, 0 here" in recap or "stable row" in recap
     for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png", "12_candidates.png",
                 "13_latency_split.png"):
         assert (ci_run / png).stat().st_size > 10_000, png
@@ -253,6 +260,7 @@ def test_baseline_notebook_against_a_shared_server(ci_run_through, tmp_path):
     baseline = _results(run, "11_baseline_benchmark")
     assert baseline["served"] == f"resnet18_pytorch: shared (on the server at {shared.url})"
     assert list(baseline["memory_peak_mb"]) == ["none"] and baseline["settings"]["shared_memory"] == "none"
+    assert baseline["server_models"] is None  # what a shared server holds is not this notebook's to know
     assert any(row["stable"] and row["throughput"] > 0 for row in baseline["table"])
 
 
