@@ -927,6 +927,16 @@ def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True
 WINNER_RUNS = 3  # the fewest runs of each finalist from which a winner may be named
 
 
+def finalists(screen: dict[str, dict], keep: int = 2) -> list[str]:
+    """The `keep` fastest stable screening runs' names, filled up in `screen`'s order (simplest first) when fewer
+    were stable: an unstable run ranks nothing, and the contest measures every finalist again."""
+    if len(screen) < keep:
+        raise ValueError(f"expected at least {keep} screened settings; found {len(screen)}: {list(screen)}")
+    stable = sorted((name for name, row in screen.items() if row.get("stable")), key=lambda name: -screen[name]["throughput"])
+    chosen = (stable + [name for name in screen if name not in stable])[:keep]
+    return [name for name in screen if name in chosen]
+
+
 def alternate(measure: Callable[[str], dict], names: Sequence[str], *, runs: int = 3) -> dict[str, list[dict]]:
     """Each setting measured `runs` times in turns (a b, b a, a b, ...), so a machine that drifts reaches all alike."""
     if runs < 1 or len(names) < 1:

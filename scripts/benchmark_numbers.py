@@ -331,7 +331,7 @@ def candidates_12(rec: dict) -> list[str]:
     contest = rec["results"]["12"].get("contest")
     screened = len(rows) > 2  # notebook 12 screens with one run each only when there are more than two candidates
     said = (f"Kept: `{contest['kept']}` ("
-            + (f"the two fastest measured {contest['runs_per_finalist']} more times each" if screened else
+            + (f"the two finalists of the screening measured {contest['runs_per_finalist']} more times each" if screened else
                f"both measured {contest['runs_per_finalist']} times each")
             + f", in turns: {contest['verdict']})" if contest else
             f"Kept: `{rec['results']['12'].get('winner', '?')}` (one measurement per candidate, no winner rule)")

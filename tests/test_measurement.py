@@ -425,6 +425,18 @@ def test_settings_are_measured_in_turns_so_drift_reaches_all_alike():
         perf.alternate(lambda name: {}, [], runs=3)
 
 
+def test_screening_sends_the_two_fastest_stable_runs_on_and_fills_up_with_the_simplest():
+    stable = lambda rate: {"stable": True, "throughput": rate}  # noqa: E731
+    unstable = {"stable": False, "throughput": float("nan")}
+    # notebook 12 on an H200: two of three screening runs unstable; one finalist made perf.contest raise
+    assert perf.finalists({"fp16": unstable, "fp16_frozen": stable(3000.0), "fp16_nhwc": unstable}) == [
+        "fp16", "fp16_frozen"]
+    assert perf.finalists({"a": stable(100.0), "b": stable(300.0), "c": stable(200.0)}) == ["b", "c"]
+    assert perf.finalists({"a": unstable, "b": unstable, "c": unstable}) == ["a", "b"]
+    with pytest.raises(ValueError, match="at least 2 screened settings; found 1"):
+        perf.finalists({"a": stable(1.0)})
+
+
 def test_a_contest_names_a_winner_only_beyond_noise_and_never_from_unstable_runs():
     def rates(table):
         runs = {name: iter(values) for name, values in table.items()}
