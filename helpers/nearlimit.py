@@ -275,11 +275,12 @@ def knee_lines(knees: pd.DataFrame) -> list[str]:
 
 
 def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list[str]:
-    """A recap line for each batch-1 search whose knee lies at a higher load than the kept variant's: both knees' runs,
-    and its rate against the kept variant's at the loads both searched (`rows`: every search's levels, as
-    16_knee_searches.csv keeps them). Only the kept variant's knee is measured several times."""
+    """A recap line for each batch-1 search whose knee lies at a higher load than the kept variant's (or that has a
+    knee where the kept variant has none): both knees' runs, and its rate against the kept variant's at the loads
+    both searched (`rows`: every search's levels, as 16_knee_searches.csv keeps them). Only the kept variant's knee
+    is measured several times."""
     one = knees[(knees["images/request"] == 1) & knees["knee c"].notna()].set_index("search")
-    if kept not in one.index:
+    if kept not in set(knees["search"]):
         return []
     rates = {label: level.dropna(subset=["throughput"]).set_index("concurrency")["throughput"]
              for label, level in rows.groupby("search")}
@@ -288,9 +289,11 @@ def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list
         count = int(k["runs at the knee"])
         return "one run" if count == 1 else f"the median of {count} runs"
 
+    theirs = (f"c={one.loc[kept, 'knee c']:.0f} ({runs(one.loc[kept])})" if kept in one.index
+              else "no knee (no level it searched kept p99 within the budget)")
     lines = []
     for label, k in one.iterrows():
-        if label == kept or not k["knee c"] > one.loc[kept, "knee c"]:
+        if label == kept or (kept in one.index and not k["knee c"] > one.loc[kept, "knee c"]):
             continue
         both = rates.get(label, pd.Series(dtype=float)).to_frame("other").join(
             rates.get(kept, pd.Series(dtype=float)).to_frame("kept"), how="inner").sort_index()
@@ -299,7 +302,7 @@ def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list
         shared = (f"; at the loads both searched (c={', '.join(str(int(c)) for c in both.index)}) its rate was {span} "
                   "the kept's" if span else "")
         lines.append(f"'{label}' reached its knee at a higher load than the kept '{kept}': c={k['knee c']:.0f} "
-                     f"({runs(k)}) against c={one.loc[kept, 'knee c']:.0f} ({runs(one.loc[kept])}){shared}")
+                     f"({runs(k)}) against {theirs}{shared}")
     return lines
 
 

@@ -953,7 +953,8 @@ def contest(measure: Callable[[str], dict], names: Sequence[str], *, simpler: st
             key: str = "throughput", higher_is_better: bool = True) -> dict:
     """The winner rule run end to end: `names` measured `runs` times each in turns on one server (`alternate`),
     then `winner` on the stable runs. A setting with fewer than `runs` stable runs cannot win: it is named, and the
-    simpler setting is kept, unless a setting with every run stable clears every other's stable runs (then it wins).
+    simplest setting is kept whose stable runs another's do not all beat, unless a setting with every run stable clears
+    every other's stable runs (then it wins).
     Returns winner's dict plus "runs" (one row per measurement: name, run, the row)."""
     order: list[dict] = []
 
@@ -976,10 +977,22 @@ def contest(measure: Callable[[str], dict], names: Sequence[str], *, simpler: st
         if fair["winner"] in full:
             return {**fair, "runs": rows, "verdict": fair["verdict"] + " (stable runs: " + ", ".join(
                 f"{name} {n} of {runs}" for name, n in short.items()) + ")"}
-    if short:
+    if short:  # no winner; kept: the simplest setting whose stable runs are not all below every run of another
+        ranked = list(dict.fromkeys(([simpler] if isinstance(simpler, str) else list(simpler)) + list(names)))
+
+        def below(name: str) -> bool:
+            """Every stable run of another setting beats all of this one's."""
+            return any(other != name and samples[other] and (
+                min(samples[other]) > max(samples[name]) if higher_is_better else max(samples[other]) < min(samples[name]))
+                for other in names)
+
+        beaten = [name for name in ranked if samples[name] and below(name)]
+        kept = next((name for name in ranked if samples[name] and name not in beaten), kept)
+        why = ("the simpler setting" if kept == ranked[0] else "the simplest setting not below every run of another ("
+               + ", ".join(beaten) + (" is)" if len(beaten) == 1 else " are)"))
         return {"winner": None, "kept": kept, "runs": rows, "ranges": {}, "medians": {},
                 "verdict": "no winner: fewer stable runs than asked for (" + ", ".join(
-                    f"{name}: {n} of {runs}" for name, n in short.items()) + f"); keeping {kept}, the simpler setting"}
+                    f"{name}: {n} of {runs}" for name, n in short.items()) + f"); keeping {kept}, {why}"}
     return {**winner(samples, higher_is_better=higher_is_better, simpler=simpler, least=runs), "runs": rows}
 
 

@@ -149,14 +149,14 @@ def _levels_axis(ax, levels: list[int], min_octaves: float = 0.28) -> None:
 
 
 def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | None = None, *,
-          p99_budget_ms: float | None = None, knee: Mapping | pd.Series | None = None, knee_sought: bool = False,
+          p99_budget_ms: float | None = None, knee: Mapping | pd.Series | None = None, knee_sought: bool | str = False,
           x_label: str = "concurrency"):
     """Throughput and p99 latency against concurrency (log2 axis, the measured levels as ticks; `x_label` names
     what the `concurrency` column counts, e.g. images in flight), one line per model
     (perf.parse_csv tables); a level without a stable number is an x on the axis with its reason below the plot;
     the p99 budget and the knee (a row with concurrency and throughput) are drawn when given, as a lower bound when it
-    is its curve's top level (no knee reached); with `knee_sought` and no knee, the plot says that no level kept p99
-    within the budget. One legend below both plots, so that it covers no line."""
+    is its curve's top level (no knee reached); with `knee_sought` (True, or the label of the curve whose knee was
+    sought) and no knee, the plot says that no level of it kept p99 within the budget. One legend below both plots, so that it covers no line."""
     fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 4.2))
     notes, levels = [], []
     for k, (label, df) in enumerate(results.items()):
@@ -184,7 +184,8 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
                   else f"knee: {t:,.0f} infer/s at c={c}")
         ax_p.axvline(c, color="tab:red", linestyle=":", label=f"top level, no knee (c={c})" if top else f"knee (c={c})")
     elif knee_sought:
-        ax_t.text(0.5, 0.5, "no knee: no level kept p99 within "
+        ax_t.text(0.5, 0.5, (f"no knee for {knee_sought}" if isinstance(knee_sought, str) else "no knee")
+                  + ": no level kept p99 within "
                   + (f"{p99_budget_ms:g} ms" if p99_budget_ms is not None else "the budget"),
                   transform=ax_t.transAxes, ha="center", va="center", fontsize=9, color="tab:red",
                   bbox=dict(boxstyle="round,pad=0.3", facecolor="#fdecea", edgecolor="tab:red"))

@@ -124,6 +124,12 @@ def test_knee_table_and_curves_count_images_in_flight():
         "'two' reached its knee at a higher load than the kept 'one': c=8 (one run) against c=4 (the median of 3 "
         "runs); at the loads both searched (c=4) its rate was 1.04x the kept's"]
     assert nearlimit.other_knee_lines(table, rows, "two") == [] and nearlimit.other_knee_lines(table, rows, "x") == []
+    # the kept variant has no knee (its first level was over the budget): every batch-1 search with a knee is named
+    over = {**more, "one": {**more["one"], "knee": None, "above": {"concurrency": 2}, "why": "over budget"}}
+    table = nearlimit.knee_table(over, {"one": 1, "batched": 4, "two": 1})
+    assert nearlimit.other_knee_lines(table, rows, "one") == [
+        "'two' reached its knee at a higher load than the kept 'one': c=8 (one run) against no knee (no level it "
+        "searched kept p99 within the budget); at the loads both searched (c=4) its rate was 1.04x the kept's"]
 
 
 def test_lever_lines_and_the_served_split():

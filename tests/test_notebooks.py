@@ -122,6 +122,7 @@ def test_resnet18_track_numbers(ci_run):
     recap = json.dumps(json.loads((ci_run / "13_dynamic_batching_compare.ipynb").read_text())["cells"])
     assert "in notebook 11's server (it held resnet18_pytorch)" in recap or "stable row at concurrency 4" in recap
     assert "perf_analyzer settings: warmup_requests 10 there, 0 here" in recap or "stable row" in recap
+    assert "x the baseline (" in recap and "; in the finalists' server " in recap  # which run is which
     for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png", "12_candidates.png",
                 "13_latency_split.png"):
         assert (ci_run / png).stat().st_size > 10_000, png
