@@ -149,11 +149,13 @@ def winner_rule(rows: dict[str, dict], order: Sequence[str], measure: Callable[[
 
 
 def verdicts(labels: Sequence[str], result: dict | None) -> list[str]:
-    """The winner rule's word on each row: wins, kept (tie within noise), finalist, or '' (not a finalist)."""
+    """The winner rule's word on each row: wins, kept (tie within noise), kept (no winner: fewer stable runs, or too
+    few runs), finalist, or '' (not a finalist)."""
     if result is None:
         return [""] * len(labels)
     return ["" if label not in result["finalists"] else "wins" if result["winner"] == label else
-            "kept (tie within noise)" if result["kept"] == label and not result["winner"] else "finalist"
+            ("kept (tie within noise)" if result["verdict"].startswith("tie") else "kept (no winner)")
+            if result["kept"] == label and not result["winner"] else "finalist"
             for label in labels]
 
 
@@ -289,8 +291,7 @@ def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list
         count = int(k["runs at the knee"])
         return "one run" if count == 1 else f"the median of {count} runs"
 
-    theirs = (f"c={one.loc[kept, 'knee c']:.0f} ({runs(one.loc[kept])})" if kept in one.index
-              else "no knee (no level it searched kept p99 within the budget)")
+    stopped = knees.set_index("search").loc[kept, "stopped because"]
     lines = []
     for label, k in one.iterrows():
         if label == kept or (kept in one.index and not k["knee c"] > one.loc[kept, "knee c"]):
@@ -302,7 +303,9 @@ def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list
         shared = (f"; at the loads both searched (c={', '.join(str(int(c)) for c in both.index)}) its rate was {span} "
                   "the kept's" if span else "")
         lines.append(f"'{label}' reached its knee at a higher load than the kept '{kept}': c={k['knee c']:.0f} "
-                     f"({runs(k)}) against {theirs}{shared}")
+                     f"({runs(k)}) against c={one.loc[kept, 'knee c']:.0f} ({runs(one.loc[kept])}){shared}"
+                     if kept in one.index else f"'{label}' reached a knee where the kept '{kept}' has none: "
+                     f"c={k['knee c']:.0f} ({runs(k)}); '{kept}' stopped: {stopped}{shared}")
     return lines
 
 

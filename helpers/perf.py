@@ -918,13 +918,42 @@ def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True
                 "verdict": f"{best} wins: its range {figure(low)}-{figure(high)} clears every other's (against {runner}, "
                            f"{lo:.2f}-{hi:.2f}x)"}
     tied = [best, *[o for o in others if not clears(o)]]
-    kept = next((name for name in simplest if name in tied), best)
+    gone = beaten(samples, higher_is_better=higher_is_better)  # tied with the best, yet behind another in every run
+    kept = next((name for name in simplest if name in tied and name not in gone), best)
     why = "the simpler setting" if kept in simplest else f"the best median ({', '.join(simplest)} clearly behind)"
+    before = simplest[:simplest.index(kept)] if kept in simplest else simplest
+    why += "".join(f"; every run of {name} is behind all of {gone[name]}'s" for name in before if name in tied and name in gone)
     return {"winner": None, "kept": kept, "ranges": ranges, "medians": medians,
             "verdict": f"tie within noise: the ranges of {', '.join(tied)} overlap; keeping {kept} ({why})"}
 
 
 WINNER_RUNS = 3  # the fewest runs of each finalist from which a winner may be named
+
+
+def beaten(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True, least: int = 2) -> dict[str, str]:
+    """Settings whose every measurement is behind every measurement of another that has at least `least` of them:
+    {beaten: the other}. One measurement beats nothing: a single window is noise."""
+    def ahead(theirs: Sequence[float], mine: Sequence[float]) -> bool:
+        return min(theirs) > max(mine) if higher_is_better else max(theirs) < min(mine)
+
+    found = {}
+    for name, mine in samples.items():
+        ahead_of = [other for other, theirs in samples.items()
+                    if other != name and mine and len(theirs) >= least and ahead(theirs, mine)]
+        if ahead_of:
+            found[name] = ahead_of[0]
+    return found
+
+
+def _keep(samples: dict[str, Sequence[float]], ranked: Sequence[str], higher_is_better: bool) -> tuple[str, str]:
+    """With no winner: the simplest setting (`ranked` simplest first) that has a stable run and is not `beaten`, and why."""
+    gone = beaten(samples, higher_is_better=higher_is_better)
+    kept = next((name for name in ranked if samples[name] and name not in gone), ranked[0])
+    if kept == ranked[0]:
+        return kept, "the simpler setting"
+    return kept, "the simplest setting left: " + "; ".join(
+        f"{name} gave no stable run" if not samples[name] else f"every stable run of {name} is behind all of {gone[name]}'s"
+        for name in ranked[:ranked.index(kept)])
 
 
 def finalists(screen: dict[str, dict], keep: int = 2) -> list[str]:
@@ -953,9 +982,12 @@ def contest(measure: Callable[[str], dict], names: Sequence[str], *, simpler: st
             key: str = "throughput", higher_is_better: bool = True) -> dict:
     """The winner rule run end to end: `names` measured `runs` times each in turns on one server (`alternate`),
     then `winner` on the stable runs. A setting with fewer than `runs` stable runs cannot win: it is named, and the
-    simplest setting is kept whose stable runs another's do not all beat, unless a setting with every run stable clears
-    every other's stable runs (then it wins).
+    simplest setting is kept that has a stable run and is not `beaten`, unless a setting with every run stable clears
+    every other's stable runs (then it wins). Below WINNER_RUNS runs no winner is named, and the same setting is kept.
     Returns winner's dict plus "runs" (one row per measurement: name, run, the row)."""
+    ranked = list(dict.fromkeys(([simpler] if isinstance(simpler, str) else list(simpler)) + list(names)))
+    if len(ranked) > len(set(names)):
+        raise ValueError(f"simpler={simpler!r} is not one of the settings to measure (or a list of them): {list(names)}")
     order: list[dict] = []
 
     def measured(name: str) -> dict:
@@ -967,29 +999,18 @@ def contest(measure: Callable[[str], dict], names: Sequence[str], *, simpler: st
     rows = pd.DataFrame(order)  # in the order measured
     samples = {name: [r[key] for r in got if r.get("stable")] for name, got in found.items()}
     short = {name: len(v) for name, v in samples.items() if len(v) < runs}
-    kept = simpler if isinstance(simpler, str) else list(simpler)[0]
     if runs < WINNER_RUNS:  # a pipeline check (CI's docker world): measured, but too few runs to name a winner
+        kept, why = _keep(samples, ranked, higher_is_better)
         return {"winner": None, "kept": kept, "runs": rows, "ranges": {}, "medians": {},
-                "verdict": f"{runs} run(s) each: no winner is named below {WINNER_RUNS} runs; keeping {kept}, the simpler setting"}
+                "verdict": f"{runs} run(s) each: no winner is named below {WINNER_RUNS} runs; keeping {kept}, {why}"}
     full = [name for name in names if len(samples[name]) == runs]
     if short and full and all(samples.values()):  # a setting measured fully may still clear the short ones' stable runs
         fair = winner(samples, higher_is_better=higher_is_better, simpler=simpler, least=1)
         if fair["winner"] in full:
             return {**fair, "runs": rows, "verdict": fair["verdict"] + " (stable runs: " + ", ".join(
                 f"{name} {n} of {runs}" for name, n in short.items()) + ")"}
-    if short:  # no winner; kept: the simplest setting whose stable runs are not all below every run of another
-        ranked = list(dict.fromkeys(([simpler] if isinstance(simpler, str) else list(simpler)) + list(names)))
-
-        def below(name: str) -> bool:
-            """Every stable run of another setting beats all of this one's."""
-            return any(other != name and samples[other] and (
-                min(samples[other]) > max(samples[name]) if higher_is_better else max(samples[other]) < min(samples[name]))
-                for other in names)
-
-        beaten = [name for name in ranked if samples[name] and below(name)]
-        kept = next((name for name in ranked if samples[name] and name not in beaten), kept)
-        why = ("the simpler setting" if kept == ranked[0] else "the simplest setting not below every run of another ("
-               + ", ".join(beaten) + (" is)" if len(beaten) == 1 else " are)"))
+    if short:
+        kept, why = _keep(samples, ranked, higher_is_better)
         return {"winner": None, "kept": kept, "runs": rows, "ranges": {}, "medians": {},
                 "verdict": "no winner: fewer stable runs than asked for (" + ", ".join(
                     f"{name}: {n} of {runs}" for name, n in short.items()) + f"); keeping {kept}, {why}"}

@@ -184,9 +184,12 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
                   else f"knee: {t:,.0f} infer/s at c={c}")
         ax_p.axvline(c, color="tab:red", linestyle=":", label=f"top level, no knee (c={c})" if top else f"knee (c={c})")
     elif knee_sought:
+        sought = results.get(knee_sought) if isinstance(knee_sought, str) else None
+        over = sought is None or p99_budget_ms is None or any(
+            _measured(r) and r["p99_ms"] > p99_budget_ms for _, r in sought.iterrows())
         ax_t.text(0.5, 0.5, (f"no knee for {knee_sought}" if isinstance(knee_sought, str) else "no knee")
-                  + ": no level kept p99 within "
-                  + (f"{p99_budget_ms:g} ms" if p99_budget_ms is not None else "the budget"),
+                  + (": no level kept p99 within " + (f"{p99_budget_ms:g} ms" if p99_budget_ms is not None else "the budget")
+                     if over else ": no level gave a stable measurement"),
                   transform=ax_t.transAxes, ha="center", va="center", fontsize=9, color="tab:red",
                   bbox=dict(boxstyle="round,pad=0.3", facecolor="#fdecea", edgecolor="tab:red"))
     for ax in (ax_t, ax_p):

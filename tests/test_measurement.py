@@ -452,7 +452,8 @@ def test_a_contest_names_a_winner_only_beyond_noise_and_never_from_unstable_runs
                   {"stable": True, "throughput": 100}, {"stable": False, "throughput": float("nan")}])
     short = perf.contest(lambda name: next(flaky), ["simple", "fast"], simpler="simple")
     assert short["winner"] is None and "fast: 2 of 3" in short["verdict"]
-    assert short["kept"] == "fast" and short["verdict"].endswith("not below every run of another (simple is)")
+    assert short["kept"] == "fast" and short["verdict"].endswith(
+        "keeping fast, the simplest setting left: every stable run of simple is behind all of fast's")
     overlap = iter([{"stable": True, "throughput": 100}, {"stable": True, "throughput": 300},
                     {"stable": True, "throughput": 300}, {"stable": True, "throughput": 100},
                     {"stable": True, "throughput": 310}, {"stable": False, "throughput": float("nan")}])
@@ -478,7 +479,43 @@ def test_a_short_contest_never_keeps_a_setting_below_every_run_of_another():
 
     result = perf.contest(measure, list(table), simpler=list(table))
     assert result["winner"] is None and result["kept"] == "uint8 i2", result["verdict"]
-    assert "uint8 i2: 2 of 3" in result["verdict"] and result["verdict"].endswith("(baseline is)")
+    assert "uint8 i2: 2 of 3" in result["verdict"] and result["verdict"].endswith(
+        "the simplest setting left: every stable run of baseline is behind all of uint8 i2's")
+
+
+def _measured(table: dict[str, list]):
+    """A measure function that returns each setting's rates in turn; None is an unstable run."""
+    runs = {name: iter(values) for name, values in table.items()}
+
+    def measure(name: str) -> dict:
+        rate = next(runs[name])
+        return {"stable": rate is not None, "throughput": float("nan") if rate is None else float(rate)}
+
+    return measure
+
+
+def test_what_a_contest_without_a_winner_keeps():
+    # a finalist with no stable run is passed over while another has one
+    none = perf.contest(_measured({"simple": [None] * 3, "fast": [300, 310, None]}), ["simple", "fast"], simpler="simple")
+    assert none["kept"] == "fast" and none["verdict"].endswith("the simplest setting left: simple gave no stable run")
+    # one stable run beats nothing: a single window is noise
+    once = perf.contest(_measured({"simple": [100, 110, 120], "fast": [300, None, None]}), ["simple", "fast"],
+                        simpler="simple")
+    assert once["kept"] == "simple" and once["verdict"].endswith("keeping simple, the simpler setting")
+    # below three runs no winner is named, but a setting behind every run of another is not kept either
+    two = perf.contest(_measured({"simple": [100, 100], "fast": [300, 300]}), ["simple", "fast"], simpler="simple", runs=2)
+    assert two["winner"] is None and two["kept"] == "fast" and "no winner is named below 3 runs" in two["verdict"]
+    one = perf.contest(_measured({"simple": [100], "fast": [300]}), ["simple", "fast"], simpler="simple", runs=1)
+    assert one["kept"] == "simple" and one["verdict"].endswith("keeping simple, the simpler setting")
+    # a tie with the best does not keep a setting that a third one beats in every run
+    tie = perf.contest(_measured({"baseline": [600, 610, 620], "i2": [20000, 20500, 21000], "i3": [500, 25000, 26000]}),
+                       ["baseline", "i2", "i3"], simpler=["baseline", "i2", "i3"])
+    assert tie["winner"] is None and tie["kept"] == "i2" and tie["verdict"].startswith("tie within noise")
+    assert tie["verdict"].endswith("(the simpler setting; every run of baseline is behind all of i2's)")
+    with pytest.raises(ValueError, match="simpler='c' is not one of the settings to measure"):
+        perf.contest(_measured({"a": [1], "b": [2]}), ["a", "b"], simpler="c", runs=1)
+    assert perf.beaten({"a": [1, 2], "b": [3, 4], "c": [5]}) == {"a": "b"}  # c's single run beats nothing
+    assert perf.beaten({"a": [1, 2], "b": [3, 4]}, higher_is_better=False) == {"b": "a"}  # latency: lower is ahead
 
 
 def test_a_tie_keeps_the_simplest_of_the_tied_settings_in_the_order_given():

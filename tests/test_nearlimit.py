@@ -80,6 +80,9 @@ def test_winner_rule_takes_the_baseline_and_the_two_fastest_within_the_budget():
     assert record["winner"] == "b" and len(record["runs"]) == 9 and json.dumps(record)
     assert nearlimit.winner_rule(dict(rows), order, measure, baseline="base", p99_budget_ms=10, repeats=1) is None
     assert nearlimit.verdicts(["base"], None) == [""] and nearlimit.contest_record(None, 1) is None
+    short = {"finalists": ["base", "b"], "winner": None, "kept": "b", "verdict": "no winner: fewer stable runs than asked"}
+    assert nearlimit.verdicts(["base", "b"], short) == ["finalist", "kept (no winner)"]
+    assert nearlimit.verdicts(["base", "b"], {**short, "verdict": "tie within noise: ..."})[1] == "kept (tie within noise)"
 
 
 def test_kept_is_the_rules_pick_else_the_fastest_within_the_budget():
@@ -125,11 +128,13 @@ def test_knee_table_and_curves_count_images_in_flight():
         "runs); at the loads both searched (c=4) its rate was 1.04x the kept's"]
     assert nearlimit.other_knee_lines(table, rows, "two") == [] and nearlimit.other_knee_lines(table, rows, "x") == []
     # the kept variant has no knee (its first level was over the budget): every batch-1 search with a knee is named
-    over = {**more, "one": {**more["one"], "knee": None, "above": {"concurrency": 2}, "why": "over budget"}}
+    over = {**more, "one": {"rows": [{"concurrency": 4, "throughput": 12, "p99_ms": 99}], "knee": None,
+                            "above": {"concurrency": 4}, "why": "p99 99 ms at concurrency 4 is over the 10 ms budget"}}
     table = nearlimit.knee_table(over, {"one": 1, "batched": 4, "two": 1})
+    rows = pd.DataFrame([{"search": label, **row} for label, found in over.items() for row in found["rows"]])
     assert nearlimit.other_knee_lines(table, rows, "one") == [
-        "'two' reached its knee at a higher load than the kept 'one': c=8 (one run) against no knee (no level it "
-        "searched kept p99 within the budget); at the loads both searched (c=4) its rate was 1.04x the kept's"]
+        "'two' reached a knee where the kept 'one' has none: c=8 (one run); 'one' stopped: p99 99 ms at concurrency 4 "
+        "is over the 10 ms budget; at the loads both searched (c=4) its rate was 1.04x the kept's"]
 
 
 def test_lever_lines_and_the_served_split():

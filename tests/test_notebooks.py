@@ -36,6 +36,13 @@ def _results(run_dir, name):
     return json.loads((run_dir / "results" / f"{name}.json").read_text())
 
 
+def _printed(notebook) -> str:
+    """What an executed notebook's code cells printed (stream text and plain-text results), not their source."""
+    cells = json.loads(notebook.read_text())["cells"]
+    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for c in cells if c["cell_type"] == "code" for o in c.get("outputs", []))
+
+
 @pytest.mark.notebooks
 def test_series_runs_and_writes_report(ci_run):
     report = (ci_run / "report.md").read_text()
@@ -95,7 +102,8 @@ def test_resnet18_track_numbers(ci_run):
     contest = optimized["contest"]
     assert [r["variant"] for r in contest["runs"]] == ["fp32_frozen", "fp32_nhwc_frozen", "fp32_nhwc_frozen",
                                                       "fp32_frozen", "fp32_frozen", "fp32_nhwc_frozen"]
-    assert contest["kept"] == optimized["winner"] and (contest["winner"] or "fp32_frozen") == contest["kept"], contest
+    other = "the simplest setting left:" in contest["verdict"]  # the simpler one gave no stable run, or was beaten
+    assert contest["kept"] == optimized["winner"] == (contest["winner"] or ("fp32_nhwc_frozen" if other else "fp32_frozen"))
     assert all("native (pytorch backend)" in s for s in optimized["served"]), optimized["served"]
     assert optimized["parity_vs_baseline"]["resnet18_opt"]["top1_agreement"] == 1.0
     printed = json.dumps(json.loads((ci_run / "12_optimize_tensorrt.ipynb").read_text())["cells"])
@@ -114,15 +122,16 @@ def test_resnet18_track_numbers(ci_run):
     final = compare["best"]["contest"]
     assert [r["setting"] for r in final["runs"]] == ["start configuration", "best settings", "best settings",
                                                    "start configuration", "start configuration", "best settings"], final
-    assert final["kept"] in {"start configuration", "best settings"} and (final["winner"] or "start configuration") == final["kept"]
+    other = "the simplest setting left:" in final["verdict"]
+    assert final["kept"] == (final["winner"] or ("best settings" if other else "start configuration")), final
     assert {"instances", "preferred batch sizes", "queue delay (us)", "transport"} <= set(compare["best"]["settings"])
     # the ratio to the baseline multiplies two ratios of one server each (or, without the sweep's twin row, says two)
     assert compare["best"]["vs_baseline"] is None or compare["best"]["vs_baseline_how"].startswith(
         ("one server per factor: kept / start", "two servers")), compare["best"]
-    recap = json.dumps(json.loads((ci_run / "13_dynamic_batching_compare.ipynb").read_text())["cells"])
+    recap = _printed(ci_run / "13_dynamic_batching_compare.ipynb")  # outputs only: the source holds these words too
     assert "in notebook 11's server (it held resnet18_pytorch)" in recap or "stable row at concurrency 4" in recap
     assert "perf_analyzer settings: warmup_requests 10 there, 0 here" in recap or "stable row" in recap
-    assert "x the baseline (" in recap and "; in the finalists' server " in recap  # which run is which
+    assert 0 < recap.index("x the baseline (") < recap.index("; in the finalists' server ")  # which run is which
     for png in ("13_sweep.png", "13_bars_c4.png", "11_baseline.png", "07_local_vs_triton.png", "12_candidates.png",
                 "13_latency_split.png"):
         assert (ci_run / png).stat().st_size > 10_000, png

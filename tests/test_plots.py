@@ -179,6 +179,10 @@ def test_a_sweep_without_a_knee_says_so():
     # beside other searches, the note names the curve whose knee was sought (notebook 16: the kept variant)
     fig = plots.sweep({"UINT8": sweep, "FP32": sweep}, "Knee searches", p99_budget_ms=1.0, knee=None, knee_sought="FP32")
     assert "no knee for FP32: no level kept p99 within 1 ms" in _texts(fig)
+    failed = pd.DataFrame([{"concurrency": 16, "stable": False, "throughput": float("nan"), "p99_ms": float("nan"),
+                            "error": "no stable measurement"}])
+    fig = plots.sweep({"UINT8": sweep, "FP32": failed}, "Knee searches", p99_budget_ms=1.0, knee=None, knee_sought="FP32")
+    assert "no knee for FP32: no level gave a stable measurement" in _texts(fig)
 
 
 def test_a_knee_at_the_top_level_is_a_lower_bound_and_the_legend_covers_no_line():
