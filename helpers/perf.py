@@ -887,8 +887,8 @@ def winner(samples: dict[str, Sequence[float]], *, higher_is_better: bool = True
            least: int = 3) -> dict:
     """The winner rule: several measurements of each setting (at least `least`, alternated on one server), and a
     winner only when its range (min..max) clears every other setting's range; otherwise a tie within noise, and the
-    `simpler` setting is kept (a name, or names simplest first: the simplest among the tied; when none is tied, the
-    best median of them). Returns {"winner": name or None, "kept": name, "verdict": text, "ranges": {name: (min,
+    `simpler` setting is kept (a name, or names simplest first: the simplest among the tied that is not `beaten`;
+    when none is, the best median). Returns {"winner": name or None, "kept": name, "verdict": text, "ranges": {name: (min,
     max)}, "medians": {name: median}}."""
     simplest = [simpler] if isinstance(simpler, str) else list(simpler)
     if not simplest or any(name not in samples for name in simplest):

@@ -156,7 +156,8 @@ def sweep(results: Mapping[str, pd.DataFrame], title: str, path: str | Path | No
     (perf.parse_csv tables); a level without a stable number is an x on the axis with its reason below the plot;
     the p99 budget and the knee (a row with concurrency and throughput) are drawn when given, as a lower bound when it
     is its curve's top level (no knee reached); with `knee_sought` (True, or the label of the curve whose knee was
-    sought) and no knee, the plot says that no level of it kept p99 within the budget. One legend below both plots, so that it covers no line."""
+    sought) and no knee, the plot says so: no level within the budget, or (that curve) no stable level. One legend
+    below both plots, so that it covers no line."""
     fig, (ax_t, ax_p) = plt.subplots(1, 2, figsize=(12, 4.2))
     notes, levels = [], []
     for k, (label, df) in enumerate(results.items()):
