@@ -278,9 +278,10 @@ def knee_lines(knees: pd.DataFrame) -> list[str]:
 
 def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list[str]:
     """A recap line for each batch-1 search whose knee lies at a higher load than the kept variant's (or that has a
-    knee where the kept variant has none): both knees' runs, and its rate against the kept variant's at the loads
-    both searched (`rows`: every search's levels, as 16_knee_searches.csv keeps them). Only the kept variant's knee
-    is measured several times."""
+    knee where the kept variant has none), or at the same load with a higher rate there and at every load above it
+    that both searched: both
+    knees' runs, and its rate against the kept variant's at the loads both searched (`rows`: every search's levels,
+    as 16_knee_searches.csv keeps them). Only the kept variant's knee is measured several times."""
     one = knees[(knees["images/request"] == 1) & knees["knee c"].notna()].set_index("search")
     if kept not in set(knees["search"]):
         return []
@@ -294,14 +295,25 @@ def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list
     stopped = knees.set_index("search").loc[kept, "stopped because"]
     lines = []
     for label, k in one.iterrows():
-        if label == kept or (kept in one.index and not k["knee c"] > one.loc[kept, "knee c"]):
+        if label == kept:
             continue
         both = rates.get(label, pd.Series(dtype=float)).to_frame("other").join(
             rates.get(kept, pd.Series(dtype=float)).to_frame("kept"), how="inner").sort_index()
         ratio = both["other"] / both["kept"]
+        same = kept in one.index and k["knee c"] == one.loc[kept, "knee c"]
+        upper = ratio[ratio.index >= k["knee c"]]  # at the knee and above it
+        if kept in one.index and not (k["knee c"] > one.loc[kept, "knee c"] or same and len(upper) and upper.min() > 1):
+            continue
         span = f"{ratio.min():.2f}-{ratio.max():.2f}x" if len(both) > 1 else f"{ratio.iloc[0]:.2f}x" if len(both) else ""
         shared = (f"; at the loads both searched (c={', '.join(str(int(c)) for c in both.index)}) its rate was {span} "
                   "the kept's" if span else "")
+        if same:
+            high = f"{upper.min():.2f}-{upper.max():.2f}x" if len(upper) > 1 else f"{upper.iloc[0]:.2f}x"
+            lines.append(f"'{label}' reached its knee at the same load as the kept '{kept}' (c={k['knee c']:.0f}, "
+                         f"{runs(k)} against {runs(one.loc[kept])}), with a higher rate there and at every load above "
+                         f"it that both searched (c={', '.join(str(int(c)) for c in upper.index)}: {high} the kept's)"
+                         f"{shared}")
+            continue
         lines.append(f"'{label}' reached its knee at a higher load than the kept '{kept}': c={k['knee c']:.0f} "
                      f"({runs(k)}) against c={one.loc[kept, 'knee c']:.0f} ({runs(one.loc[kept])}){shared}"
                      if kept in one.index else f"'{label}' reached a knee where the kept '{kept}' has none: "

@@ -210,10 +210,22 @@ def on_failure(profile: str | None) -> str:
 
 
 def write_report(run_dir: Path, rows: list[dict]) -> Path:
-    """report.md: each notebook's status, time and expected time, then the numbers the notebooks saved."""
-    lines = [f"# Run {run_dir.name}", "", "| notebook | status | seconds | expected (s) |", "|---|---|---|---|"]
+    """report.md: the machine, each notebook's status, time and expected time (with those of earlier calls into the
+    same folder, from run.json), then the numbers the notebooks saved."""
+    run_file = run_dir / RUN_FILE
+    run = json.loads(run_file.read_text()) if run_file.exists() else {}
+    now = {r["notebook"] for r in rows}
+    earlier = [{"notebook": stem, "status": entry.get("status", "?"), "seconds": entry.get("seconds", 0.0),
+                "expected": None} for stem, entry in (run.get("notebooks") or {}).items() if stem not in now]
+    machine = run.get("machine") or {}
+    where = ", ".join(filter(None, [machine.get("gpu") or ("no GPU" if machine else ""),
+                                    f"{machine['cpu_cores']} CPU cores" if machine.get("cpu_cores") else "",
+                                    f"{run['profile']} profile" if run.get("profile") else ""]))
+    lines = [f"# Run {run_dir.name}", "", *([f"Machine: {where}.", ""] if where else []),
+             "| notebook | status | seconds | expected (s) |", "|---|---|---|---|"]
     lines += [f"| {r['notebook']} | {r['status']} | {round(r['seconds'], 1):.0f} | "  # as run.json keeps it, so pages agree
-              f"{'' if r.get('expected') is None else format(r['expected'], '.0f')} |" for r in rows]
+              f"{'' if r.get('expected') is None else format(r['expected'], '.0f')} |"
+              for r in sorted([*earlier, *rows], key=lambda r: r["notebook"])]
     for path in sorted((run_dir / "results").glob("*.json")):
         lines += ["", f"## {path.stem}", "", "```json", path.read_text().strip(), "```"]
     report = run_dir / "report.md"

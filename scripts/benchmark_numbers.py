@@ -99,6 +99,48 @@ def _repeated(*rows: dict) -> bool:
     return any((_num(row.get("repeats")) or 0) > 1 for row in rows)
 
 
+# perf_analyzer's CSV splits a request's mean latency into these parts; they add up to it
+LATENCY_PARTS = ("client_send_ms", "network_ms", "queue_ms", "compute_input_ms", "compute_infer_ms",
+                 "compute_output_ms", "client_recv_ms")
+
+
+def _little_rate(row: dict) -> float | None:
+    """A stable batch-1 row's concurrency over its mean latency (Little's law), in requests per second."""
+    parts = [_num(row.get(k)) for k in LATENCY_PARTS]
+    concurrency = _num(row.get("concurrency"))
+    if None in parts or not concurrency or not sum(parts) or row.get("stable") not in (True, "True", 1):
+        return None
+    return concurrency * 1000 / sum(parts)
+
+
+def _little_note(rows: list[dict], with_bytes) -> str:
+    """One sentence: how far concurrency over mean latency lies from the printed rate, rows that carry bytes in
+    their requests (`with_bytes(row)`) and shared-memory rows apart; empty when either kind has no such row."""
+    gaps: dict[bool, list[float]] = {True: [], False: []}
+    for row in rows:
+        rate, little = _num(row.get("throughput")), _little_rate(row)
+        if rate and little:
+            gaps[bool(with_bytes(row))].append(little / rate - 1)
+    if not gaps[True] or not gaps[False]:
+        return ""
+
+    def span(values: list[float]) -> str:
+        return f"{min(values):+.1%} to {max(values):+.1%}" if len(values) > 1 else f"{values[0]:+.1%}"
+
+    apart = max(gaps[True]) > max(gaps[False])
+    return (f"Concurrency over mean latency (Little's law) lies {span(gaps[True])} off the printed rate on the "
+            f"{len(gaps[True])} rows with bytes in their requests, {span(gaps[False])} on the {len(gaps[False])} "
+            "shared-memory rows" + (
+                ": a window also spans perf_analyzer's own work on the requests it kept (notebook 11), so a ratio "
+                "between a row that lies farther off and a shared-memory row holds that as well." if apart else
+                ": no difference between the two kinds that this run can tell."))
+
+
+def _model_14(results: dict) -> str:
+    """What notebook 14's batched variants serve besides batching and bytes: its traced model's options."""
+    return "its model " + ("FP16 inside, " if results.get("fp16") else "") + "frozen, channels_last"
+
+
 def table(rows: list[dict], columns: list[tuple[str, str, str]]) -> list[str]:
     """A markdown table of `rows`: each column (header, key, format; format '' prints the value as it is)."""
     lines = ["| " + " | ".join(h for h, _, _ in columns) + " |", "|" + "---|" * len(columns)]
@@ -388,6 +430,10 @@ def knobs_13(rec: dict) -> list[str]:
               + ": a knob whose row lies inside the widest range did nothing this run can tell."] if len(same) >= 2 else []
     for row in rows:
         row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else _why_knob_13(rec, row)
+    knobs_csv = rec["folder"] / "13_knobs.csv"
+    little = _little_note(list(csv.DictReader(knobs_csv.open())) if knobs_csv.exists() else [],
+                          lambda row: row.get("knob") == "transport" and "shm" not in str(row.get("value")))
+    spread += ["", little] if little else []
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
                                       ("p99 (ms)", "p99_ms", ".2f"), ("", "what", "")]), "",
             (f"Best of each knob together (each knob's fastest row, one run each, noise included): "
@@ -426,10 +472,13 @@ def variants_14(rec: dict) -> list[str]:
              *table(rows, [("variant", "variant", ""), ("infer/s (median)", "throughput", ".0f"), ("runs", "runs", ""),
                            ("screening run", "screened", ".0f"), ("p99 (ms)", "p99_ms", ".2f"), ("", "note", "")])]
     if best and base:
-        lines += ["", f"Kept row: {best['variant']}, {float(best['throughput']) / float(base['throughput']):.1f}x the "
+        lines += ["", f"Kept row: {best['variant']} ({_model_14(rec['results']['14'])}, as every row but the "
+                      f"baseline's), {float(best['throughput']) / float(base['throughput']):.1f}x the "
                       f"article's baseline (FP32, no batching, tensors over gRPC) measured in the same run ("
                       + (f"medians; kept {_range(best)}, baseline {_range(base)})." if _repeated(best, base)
                          else "one run each).")]
+    little = _little_note(rows, lambda row: "shm" not in str(row.get("variant")))
+    lines += ["", little] if little else []
     if contest:
         lines += ["", f"The winner rule ({contest['runs_per_finalist']} runs of each finalist, in turns): "
                       f"{contest['verdict']}."]
@@ -468,7 +517,10 @@ def levers(rec: dict) -> list[str]:
                           ("server batch", "server avg_batch", ".1f")]), "",
             "A lever measured once, or whose range overlaps the batch-1 row's, shows no gain this run can tell."
             + "".join(f" The {r['lever']} row ran in {r['server']}, the others in notebook {notebook}'s: its ratio also "
-                      "holds whatever differs between two servers." for r in rows if isinstance(r.get("server"), str))]
+                      "holds whatever differs between two servers" + (
+                          " (that server holds this model only), and its inputs go in host memory, not shared memory"
+                          if "C API" in str(r.get("lever")) else "") + "."
+                      for r in rows if isinstance(r.get("server"), str))]
 
 
 def knee(rec: dict) -> list[str]:
@@ -624,7 +676,7 @@ def block_headline() -> str:
         return "(The GPU recording's notebook 14 has no stable kept row and baseline to compare.)"
     return (f"In the GPU recording ({recordings.card('gpu')}, [docs/benchmarks.md](docs/benchmarks.md); "
             f"{recordings.label('gpu', 3)}), "
-            f"the row notebook 14 kept at concurrency 16 ({best['variant']}) served "
+            f"the row notebook 14 kept at concurrency 16 ({best['variant']}; {_model_14(rec['results']['14'])}) served "
             f"{float(best['throughput']) / float(base['throughput']):.1f}x the article's baseline (FP32, no batching, "
             f"tensors over gRPC) measured in the same run ("
             + (f"medians; the kept row's runs {_range(best)}, the baseline's {_range(base)}" if _repeated(best, base)
@@ -632,7 +684,15 @@ def block_headline() -> str:
             + (f"; turn by turn (each run against the baseline's run of the same turn), "
                f"{min(turns):.1f}x to {max(turns):.1f}x" if (turns := _by_turn(
                    rec["results"]["14"].get("variants_contest") or {}, best["variant"], base["variant"])) else "")
+            + (f"; by concurrency over mean latency (Little's law), {little:.1f}x"
+               if (little := _little_ratio(best, base)) else "")
             + ").")
+
+
+def _little_ratio(a: dict, b: dict) -> float | None:
+    """Row a over row b, each as concurrency over its mean latency (Little's law); None where either lacks one."""
+    rate_a, rate_b = _little_rate(a), _little_rate(b)
+    return rate_a / rate_b if rate_a and rate_b else None
 
 
 def _by_turn(contest: dict, a: str, b: str) -> list[float]:

@@ -239,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     except MixedRun as refused:
         raise SystemExit(f"record_run: refused: {refused}") from None
     print(f"{len(written)} files in {(RUNS / ns.world).relative_to(ROOT)}; now: python scripts/benchmark_numbers.py "
-          f"--write")
+          f"--write" + ("; then scripts/record_cpu.sh (the CPU recording's notebook 20 reads docs/runs/gpu)"
+                        if ns.world == "gpu" else ""))
     return 0
 
 

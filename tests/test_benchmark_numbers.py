@@ -7,6 +7,8 @@ import inspect
 import json
 import re
 
+import pytest
+
 from helpers import series
 
 spec = importlib.util.spec_from_file_location("benchmark_numbers", series.ROOT / "scripts" / "benchmark_numbers.py")
@@ -82,7 +84,27 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
     (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
     said = numbers.levers(numbers.recording(folder))[-1]
     assert said.endswith("The C API row ran in perf_analyzer's own server, the others in notebook 14's: its ratio also "
-                         "holds whatever differs between two servers."), said
+                         "holds whatever differs between two servers (that server holds this model only), and its "
+                         "inputs go in host memory, not shared memory."), said
+
+
+def _latency_row(label: str, throughput: float, mean_ms: float, concurrency: int = 16) -> dict:
+    """A stable batch-1 row whose latency parts add up to mean_ms."""
+    return {"variant": label, "concurrency": concurrency, "throughput": throughput, "stable": True,
+            **{part: 0.0 for part in numbers.LATENCY_PARTS}, "queue_ms": mean_ms}
+
+
+def test_the_rates_are_set_against_concurrency_over_mean_latency_kind_by_kind():
+    # 16 / 2 ms = 8000/s: a tensor row printed at 7000 lies +14.3 % off, the shared-memory rows +0.0 % and +1.3 %
+    rows = [_latency_row("gRPC", 7000, 2.0), _latency_row("a shm", 8000, 2.0), _latency_row("b shm", 7900, 2.0)]
+    said = numbers._little_note(rows, lambda row: "shm" not in row["variant"])
+    assert said.startswith("Concurrency over mean latency (Little's law) lies +14.3% off the printed rate on the 1 rows "
+                           "with bytes in their requests, +0.0% to +1.3% on the 2 shared-memory rows: a window also")
+    rows[0]["throughput"] = 7990  # +0.1 %: inside the shared-memory rows' own spread
+    assert numbers._little_note(rows, lambda row: "shm" not in row["variant"]).endswith(
+        "no difference between the two kinds that this run can tell.")
+    assert numbers._little_note(rows[1:], lambda row: "shm" not in row["variant"]) == ""  # one kind only: nothing
+    assert numbers._little_ratio(rows[1], _latency_row("base", 700, 20.0)) == pytest.approx(10.0)
 
 
 def test_the_history_table_lists_every_archived_recording():

@@ -127,6 +127,16 @@ def test_knee_table_and_curves_count_images_in_flight():
         "'two' reached its knee at a higher load than the kept 'one': c=8 (one run) against c=4 (the median of 3 "
         "runs); at the loads both searched (c=4) its rate was 1.04x the kept's"]
     assert nearlimit.other_knee_lines(table, rows, "two") == [] and nearlimit.other_knee_lines(table, rows, "x") == []
+    # a search with its knee at the same load is named only when it served more at every load both searched
+    same = {**more, "two": {**more["two"], "knee": {"concurrency": 4, "throughput": 12.5, "p99_ms": 1}}}
+    table = nearlimit.knee_table(same, {"one": 1, "batched": 4, "two": 1})
+    assert nearlimit.other_knee_lines(table, rows, "one") == [
+        "'two' reached its knee at the same load as the kept 'one' (c=4, one run against the median of 3 runs), with "
+        "a higher rate there and at every load above it that both searched (c=4: 1.04x the kept's); at the loads both "
+        "searched (c=4) its rate was 1.04x the kept's"]
+    slower = rows.assign(throughput=[11.0 if (s, c) == ("two", 4) else t for s, c, t in
+                                     zip(rows["search"], rows["concurrency"], rows["throughput"])])
+    assert nearlimit.other_knee_lines(table, slower, "one") == []
     # the kept variant has no knee (its first level was over the budget): every batch-1 search with a knee is named
     over = {**more, "one": {"rows": [{"concurrency": 4, "throughput": 12, "p99_ms": 99}], "knee": None,
                             "above": {"concurrency": 4}, "why": "p99 99 ms at concurrency 4 is over the 10 ms budget"}}

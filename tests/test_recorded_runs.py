@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -80,6 +81,19 @@ def test_the_cpu_recording_ran_the_committed_code():
     stale = {stem: entry["trees"] for stem, entry in run["notebooks"].items() if entry["trees"] != head}
     assert not stale, (f"docs/runs/cpu ran other code than HEAD ({head}): re-record it with scripts/record_cpu.sh; "
                        f"stale notebooks: {sorted(stale)}")
+
+
+def test_the_cpu_recordings_notebook_20_read_the_current_gpu_recording():
+    """Notebook 20 plans the GPU from docs/runs/gpu/13_knobs.csv: a new GPU recording leaves the CPU recording's 20
+    telling of the old one until scripts/record_cpu.sh runs again."""
+    executed = json.loads((recordings.folder("cpu") / "20_kubernetes.ipynb").read_text())
+    printed = "".join("".join(out.get("text", "")) for cell in executed["cells"] if cell["cell_type"] == "code"
+                      for out in cell.get("outputs", []))
+    said = re.search(r"GPU recording, [^\n]*13_knobs\.csv[^\n]*\(recorded at ([0-9a-f]+)", printed)
+    assert said, "docs/runs/cpu/20_kubernetes.ipynb prints no line naming the GPU recording it read"
+    gpu = recordings.load("gpu")["commit"]
+    assert gpu.startswith(said.group(1)), (f"docs/runs/cpu's notebook 20 read the GPU recording made at "
+                                           f"{said.group(1)}, not docs/runs/gpu's ({gpu[:7]}): re-record the CPU world")
 
 
 @needs_git

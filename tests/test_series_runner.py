@@ -121,6 +121,17 @@ def test_the_report_rounds_a_time_as_run_json_keeps_it(tmp_path):
     assert f"| 20_kubernetes | ok | {kept:.0f} |  |" in report and kept == 14.5
 
 
+def test_a_later_calls_report_lists_the_earlier_calls_notebooks_and_names_the_card(tmp_path):
+    """Chained calls into one folder: report.md lists every notebook run.json holds, not only the last call's."""
+    h200 = {"cpu_cores": 16, "gpu": "NVIDIA H200", "driver": "580"}
+    series.update_run_file(tmp_path, "10_a", "ok", 15.0, "gpu-local", {"helpers": "a"}, h200)
+    series.update_run_file(tmp_path, "16_b", "ok", 220.0, "gpu-local", {"helpers": "a"}, h200)
+    report = series.write_report(tmp_path, [{"notebook": "16_b", "status": "ok", "seconds": 220.0, "expected": 257}])
+    text = report.read_text()
+    assert "| 10_a | ok | 15 |  |" in text and "| 16_b | ok | 220 | 257 |" in text
+    assert text.index("| 10_a") < text.index("| 16_b") and "Machine: NVIDIA H200, 16 CPU cores, gpu-local profile." in text
+
+
 def test_expected_times_come_from_the_profiles_recorded_runs(tmp_path, monkeypatch):
     (tmp_path / "rec").mkdir()
     (tmp_path / "rec" / "report.md").write_text("| notebook | status | seconds |\n|---|---|---|\n"
