@@ -105,35 +105,31 @@ LATENCY_PARTS = ("client_send_ms", "network_ms", "queue_ms", "compute_input_ms",
 
 
 def _little_rate(row: dict) -> float | None:
-    """A stable batch-1 row's concurrency over its mean latency (Little's law), in requests per second."""
+    """A stable row's concurrency over its mean latency (Little's law), in images per second."""
     parts = [_num(row.get(k)) for k in LATENCY_PARTS]
     concurrency = _num(row.get("concurrency"))
     if None in parts or not concurrency or not sum(parts) or row.get("stable") not in (True, "True", 1):
         return None
-    return concurrency * 1000 / sum(parts)
+    return concurrency * (_num(row.get("images/request")) or 1) * 1000 / sum(parts)
 
 
-def _little_note(rows: list[dict], with_bytes) -> str:
-    """One sentence: how far concurrency over mean latency lies from the printed rate, rows that carry bytes in
-    their requests (`with_bytes(row)`) and shared-memory rows apart; empty when either kind has no such row."""
-    gaps: dict[bool, list[float]] = {True: [], False: []}
+LITTLE_COLUMN = ("c / latency", "c_over_latency", ".0f")
+
+
+def _little_column(rows: list[dict]) -> list[tuple[str, str, str]]:
+    """Sets each row's concurrency over mean latency ('c_over_latency'); the table column for it, or none where no
+    row has one (a recording that kept no latency parts)."""
     for row in rows:
-        rate, little = _num(row.get("throughput")), _little_rate(row)
-        if rate and little:
-            gaps[bool(with_bytes(row))].append(little / rate - 1)
-    if not gaps[True] or not gaps[False]:
-        return ""
+        row["c_over_latency"] = _little_rate(row)
+    return [LITTLE_COLUMN] if any(row["c_over_latency"] for row in rows) else []
 
-    def span(values: list[float]) -> str:
-        return f"{min(values):+.1%} to {max(values):+.1%}" if len(values) > 1 else f"{values[0]:+.1%}"
 
-    apart = max(gaps[True]) > max(gaps[False])
-    return (f"Concurrency over mean latency (Little's law) lies {span(gaps[True])} off the printed rate on the "
-            f"{len(gaps[True])} rows with bytes in their requests, {span(gaps[False])} on the {len(gaps[False])} "
-            "shared-memory rows" + (
-                ": a window also spans perf_analyzer's own work on the requests it kept (notebook 11), so a ratio "
-                "between a row that lies farther off and a shared-memory row holds that as well." if apart else
-                ": no difference between the two kinds that this run can tell."))
+IN_FLIGHT_DOC = "https://github.com/triton-inference-server/perf_analyzer/blob/main/src/infer_context.cc"
+LITTLE_NOTE = ("c / latency: the concurrency (times the images per request) over the mean latency (Little's law), the "
+               "rate with every slot always holding a request. perf_analyzer copies a request's inputs before its clock "
+               f"starts (`SendRequest` in [infer_context.cc]({IN_FLIGHT_DOC})), and the slot holds no request meanwhile: "
+               "a row whose requests carry their tensors (gRPC, HTTP, the C API's host memory) can print less than its "
+               "c / latency, and a ratio to a shared-memory row holds that too.")
 
 
 def _model_14(results: dict) -> str:
@@ -431,11 +427,12 @@ def knobs_13(rec: dict) -> list[str]:
     for row in rows:
         row["what"] = "" if row.get("stable") in (True, "True", 1) and not row.get("error") else _why_knob_13(rec, row)
     knobs_csv = rec["folder"] / "13_knobs.csv"
-    little = _little_note(list(csv.DictReader(knobs_csv.open())) if knobs_csv.exists() else [],
-                          lambda row: row.get("knob") == "transport" and "shm" not in str(row.get("value")))
-    spread += ["", little] if little else []
+    parts = {(r["knob"], r["value"]): _little_rate(r) for r in csv.DictReader(knobs_csv.open())} if knobs_csv.exists() else {}
+    for row in rows:
+        row["c_over_latency"] = parts.get((str(row.get("knob")), str(row.get("value"))))
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
-                                      ("p99 (ms)", "p99_ms", ".2f"), ("", "what", "")]), "",
+                                      *([LITTLE_COLUMN] if any(parts.values()) else []), ("p99 (ms)", "p99_ms", ".2f"),
+                                      ("", "what", "")]), "", *([LITTLE_NOTE, ""] if any(parts.values()) else []),
             (f"Best of each knob together (each knob's fastest row, one run each, noise included): "
              f"{_settings(best['best_of_each_knob'])}. " if best.get("best_of_each_knob") else "")
             + f"{_kept_13(best)} ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
@@ -470,15 +467,15 @@ def variants_14(rec: dict) -> list[str]:
              "row's first, single run: the winner rule's finalists are the baseline and the two fastest there within "
              "the p99 budget ('-': a finalist's, not kept by recordings made before it was).", "",
              *table(rows, [("variant", "variant", ""), ("infer/s (median)", "throughput", ".0f"), ("runs", "runs", ""),
-                           ("screening run", "screened", ".0f"), ("p99 (ms)", "p99_ms", ".2f"), ("", "note", "")])]
+                           ("screening run", "screened", ".0f"), *_little_column(rows), ("p99 (ms)", "p99_ms", ".2f"),
+                           ("", "note", "")])]
     if best and base:
         lines += ["", f"Kept row: {best['variant']} ({_model_14(rec['results']['14'])}, as every row but the "
                       f"baseline's), {float(best['throughput']) / float(base['throughput']):.1f}x the "
                       f"article's baseline (FP32, no batching, tensors over gRPC) measured in the same run ("
                       + (f"medians; kept {_range(best)}, baseline {_range(base)})." if _repeated(best, base)
                          else "one run each).")]
-    little = _little_note(rows, lambda row: "shm" not in str(row.get("variant")))
-    lines += ["", little] if little else []
+    lines += ["", LITTLE_NOTE] if any(r.get("c_over_latency") for r in rows) else []
     if contest:
         lines += ["", f"The winner rule ({contest['runs_per_finalist']} runs of each finalist, in turns): "
                       f"{contest['verdict']}."]
@@ -513,8 +510,9 @@ def levers(rec: dict) -> list[str]:
                 ""] if kept and first else [])
     return [f"Notebook {notebook}, at the images in flight of 14's comparison.", "", *servers,
             *table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
-                          ("p99 (ms)", "p99_ms", ".2f"), ("x batch-1 row", "x batch-1", ".2f"),
+                          *_little_column(rows), ("p99 (ms)", "p99_ms", ".2f"), ("x batch-1 row", "x batch-1", ".2f"),
                           ("server batch", "server avg_batch", ".1f")]), "",
+            *([LITTLE_NOTE, ""] if any(r.get("c_over_latency") for r in rows) else []),
             "A lever measured once, or whose range overlaps the batch-1 row's, shows no gain this run can tell."
             + "".join(f" The {r['lever']} row ran in {r['server']}, the others in notebook {notebook}'s: its ratio also "
                       "holds whatever differs between two servers" + (

@@ -94,17 +94,16 @@ def _latency_row(label: str, throughput: float, mean_ms: float, concurrency: int
             **{part: 0.0 for part in numbers.LATENCY_PARTS}, "queue_ms": mean_ms}
 
 
-def test_the_rates_are_set_against_concurrency_over_mean_latency_kind_by_kind():
-    # 16 / 2 ms = 8000/s: a tensor row printed at 7000 lies +14.3 % off, the shared-memory rows +0.0 % and +1.3 %
-    rows = [_latency_row("gRPC", 7000, 2.0), _latency_row("a shm", 8000, 2.0), _latency_row("b shm", 7900, 2.0)]
-    said = numbers._little_note(rows, lambda row: "shm" not in row["variant"])
-    assert said.startswith("Concurrency over mean latency (Little's law) lies +14.3% off the printed rate on the 1 rows "
-                           "with bytes in their requests, +0.0% to +1.3% on the 2 shared-memory rows: a window also")
-    rows[0]["throughput"] = 7990  # +0.1 %: inside the shared-memory rows' own spread
-    assert numbers._little_note(rows, lambda row: "shm" not in row["variant"]).endswith(
-        "no difference between the two kinds that this run can tell.")
-    assert numbers._little_note(rows[1:], lambda row: "shm" not in row["variant"]) == ""  # one kind only: nothing
-    assert numbers._little_ratio(rows[1], _latency_row("base", 700, 20.0)) == pytest.approx(10.0)
+def test_each_row_shows_concurrency_over_mean_latency_beside_its_printed_rate():
+    # 16 / 2 ms = 8000/s; a row of 4 images per request at concurrency 4 and 2 ms: 8000 images/s; an unstable row: none
+    rows = [_latency_row("gRPC", 7000, 2.0), {**_latency_row("x4", 7900, 2.0, concurrency=4), "images/request": 4},
+            {**_latency_row("unstable", 7900, 2.0), "stable": False}]
+    assert numbers._little_column(rows) == [numbers.LITTLE_COLUMN]
+    assert [r["c_over_latency"] for r in rows] == [pytest.approx(8000), pytest.approx(8000), None]
+    assert numbers._little_column([{"variant": "no latency parts kept", "throughput": 10.0}]) == []
+    assert numbers._little_ratio(rows[0], _latency_row("base", 700, 20.0)) == pytest.approx(10.0)
+    page = numbers.DOC.read_text()
+    assert "| c / latency |" in page and numbers.LITTLE_NOTE in page  # 13's knobs, 14's variants, 16's levers
 
 
 def test_the_history_table_lists_every_archived_recording():
