@@ -16,9 +16,9 @@ from tritonclient.grpc import model_config_pb2 as mc
 from . import ngc
 from . import repository as repo
 
-# A current Kubernetes release for validation (kubernetes-validate ships the schemas; autoscaling/v2beta2 was
+# The newest Kubernetes release whose schemas the pinned kubernetes-validate ships (autoscaling/v2beta2 was
 # removed in 1.26, so a manifest that still uses it does not validate against this version).
-K8S_VERSION = "1.34.0"
+K8S_VERSION = "1.37.0"
 CONTAINER_PORTS = {"http": 8000, "grpc": 8001, "metrics": 8002}
 # The per-request queue time the HPA reads, as prometheus-adapter names it from Triton's counters.
 QUEUE_METRIC = "triton_queue_us_per_request"
