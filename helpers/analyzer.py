@@ -149,6 +149,20 @@ def config_for_tag(config: Mapping, tag: str) -> dict:
 RUN_PREFIX = "run-"  # one folder per search under the parent: fresh_workdir
 
 
+def on_gpu(config: Mapping) -> dict:
+    """`config` with every profiled model's instances on the GPU (`cpu_only: false`, `KIND_GPU`), as the docker world
+    writes it: its server always runs the models on the GPU."""
+    models = {}
+    for name, spec in config.get("profile_models", {}).items():
+        spec = {**spec, "cpu_only": False}
+        params = spec.get("model_config_parameters", {})
+        if "instance_group" in params:
+            groups = [[{**group, "kind": "KIND_GPU"} for group in value] for value in params["instance_group"]]
+            spec["model_config_parameters"] = {**params, "instance_group": groups}
+        models[name] = spec
+    return {**config, "profile_models": models}
+
+
 def remove_tree(path: str | Path) -> None:
     """Delete the folder `path` and everything in it; a file or folder that cannot be deleted raises PermissionError
     (or the OSError met) naming it, its owner and why, with the remedy (no silent leftovers: a Model Analyzer that

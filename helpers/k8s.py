@@ -327,10 +327,16 @@ def config_text(config: mc.ModelConfig) -> str:
                                   f"{more[0]} to {more[-1]}\n" if more else "")
 
 
+# perf_analyzer's parts of a request's latency (its CSV's columns, in ms): their sum is its mean latency
+LATENCY_PARTS = ("client_send_ms", "network_ms", "queue_ms", "compute_input_ms", "compute_infer_ms",
+                 "compute_output_ms", "client_recv_ms")
+
+
 def recorded_rate(table, knob: str = "transport", value: str = "gRPC") -> dict:
     """One row of a recorded knob table (notebook 13's 13_knobs.csv) as a replica's rate: its concurrency,
-    throughput, p50 and p99, and its latency without queueing (p50_ms - queue_ms, the same row, so the same
-    transport). `stable` is False, with the row's `error`, when that row was not measured to a stable result."""
+    throughput, p50 and p99, and its latency without queueing (the row's mean latency, the sum of perf_analyzer's
+    parts, minus its mean queue time: the same row, so the same transport). `stable` is False, with the row's
+    `error`, when that row was not measured to a stable result."""
     rows = table[(table["knob"].astype(str) == knob) & (table["value"].astype(str) == value)]
     if len(rows) != 1:
         values = sorted(table.loc[table["knob"].astype(str) == knob, "value"].astype(str))
@@ -339,9 +345,13 @@ def recorded_rate(table, knob: str = "transport", value: str = "gRPC") -> dict:
     row = rows.iloc[0]
     found = {"knob": knob, "value": value, "concurrency": int(row["concurrency"])}
     measured = ("throughput", "p50_ms", "p99_ms", "queue_ms")
+    missing = [c for c in (*measured, *LATENCY_PARTS) if c not in row]
+    if missing:
+        raise ValueError(f"expected perf_analyzer's columns {missing} in the knob table; found {list(row.index)}")
     if str(row["stable"]).strip().lower() != "true" or any(row[c] != row[c] for c in measured):  # NaN != NaN
         error = row.get("error")
         return {**found, "stable": False,
                 "error": str(error) if error == error and error is not None else "no error recorded"}
-    return {**found, "stable": True, **{c: float(row[c]) for c in measured},
-            "base_ms": float(row["p50_ms"]) - float(row["queue_ms"])}
+    mean_ms = sum(float(row[c]) for c in LATENCY_PARTS)
+    return {**found, "stable": True, **{c: float(row[c]) for c in measured}, "mean_ms": mean_ms,
+            "base_ms": mean_ms - float(row["queue_ms"])}

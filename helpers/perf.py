@@ -7,6 +7,7 @@ import math
 import os
 import re
 import resource
+import shlex
 import shutil
 import signal
 import statistics
@@ -290,6 +291,13 @@ def find_perf_analyzer() -> PerfAnalyzer:
     raise PerfAnalyzerNotFound(INSTALL_HINT)
 
 
+def shell_setup() -> str:
+    """The `export` line that lets the local perf_analyzer start in a terminal (the library folders set-up gave it:
+    libcudart.so.12, libb64), or "" where the environment has none of them."""
+    dirs = _lib_dirs()
+    return f"export LD_LIBRARY_PATH={shlex.quote(os.pathsep.join(dirs))}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" if dirs else ""
+
+
 def require_perf_analyzer() -> PerfAnalyzer:
     """find_perf_analyzer, or stop the notebook with the one instruction that fixes it (no stack trace)."""
     try:
@@ -555,6 +563,20 @@ def c_api_command(model: str, install: str | Path, csv_file: str | Path, local: 
     ld = os.pathsep.join(p for p in [library_dir, local.env.get("LD_LIBRARY_PATH", ""), pa.env.get("LD_LIBRARY_PATH", ""),
                                      os.environ.get("LD_LIBRARY_PATH", "")] if p)
     return [str(pa.binary), *args], {**pa.env, **local.env, "LD_LIBRARY_PATH": ld}
+
+
+def c_api_shell(command: Sequence[str], install: str | Path, local: "LocalTriton") -> list[str]:
+    """The C API row as lines to paste into a terminal: the layout `c_api_layout` made (mkdir, ln -s), then `command`
+    with the library path it runs with (the server's library folder, the local server's and perf_analyzer's)."""
+    install = Path(install)
+    repo = install.parent / "repository"
+    links = [install / "lib" / "libtritonserver.so", install / "backends", *sorted(repo.iterdir())]
+    lines = [ngc.as_shell(["mkdir", "-p", str(install / "lib"), str(repo)])]
+    lines += [ngc.as_shell(["ln", "-sfn", os.readlink(link), str(link)]) for link in links if link.is_symlink()]
+    library_dir = str((install / "lib" / "libtritonserver.so").resolve().parent)
+    ld = [library_dir, *local.env.get("LD_LIBRARY_PATH", "").split(os.pathsep), *_lib_dirs()]
+    return lines + [f"LD_LIBRARY_PATH={shlex.quote(os.pathsep.join(dict.fromkeys(d for d in ld if d)))} "
+                    f"{ngc.as_shell(command)}"]
 
 
 def c_api_level(model: str, install: str | Path, csv_file: str | Path, local: "LocalTriton", *,

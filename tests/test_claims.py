@@ -300,15 +300,16 @@ def test_every_notebook_reads_the_series_tag_and_readme_names_the_pinned_ones():
 def test_capacity_plan_divides_by_a_rate_measured_over_the_network():
     """30, and numbers review 15: a pod behind a Service is reached over the network. 20's GPU rate is notebook 13's
     gRPC row of the current GPU recording (the FP32 tensor in every request), and its latency without queueing is that
-    row's p50 minus its queue time: one transport, not 14's or 16's shared-memory sweeps, nor the 2026-11-30 run. The
+    row's mean latency minus its mean queue time (numbers review s22 #3): one transport, not 14's or 16's shared-memory sweeps, nor the 2026-11-30 run. The
     prose says the row is one level, not a searched knee; the code skips the GPU plan when that row is not stable."""
     code, text = _code("20_kubernetes"), _flat(_markdown("20_kubernetes"))
     for old in ("h200_native_sweeps.csv", "h200_14_saturation.csv", "h200_14_results.json", 'docs" / "data'):
         assert old not in code, old
     assert 'recordings.folder("gpu") / "13_knobs.csv"' in code and 'knob="transport", value="gRPC"' in code
     assert 'recordings.label("gpu")' in code and "the GPU plan is skipped" in code
-    assert "one concurrency level, not a searched knee" in text and "plan is conservative" in text
-    assert "p50 minus its queue time" in text
+    assert "one concurrency level, not a searched knee" in text
+    assert "conservative when the exported model is the one the row measured" in text and "may be optimistic" in text
+    assert "mean latency minus its mean queue time" in text
     knobs = pd.read_csv(ROOT / "docs" / "runs" / "gpu" / "13_knobs.csv")
     assert len(knobs.query("knob == 'transport' and value == 'gRPC'")) == 1  # the row the notebook reads
     assert "infer/s" not in text.split("## 3. A capacity plan", 1)[1].split("## 4.", 1)[0]

@@ -38,6 +38,21 @@ def _search(repo: Path, work: Path) -> dict:
                                     "measurement-request-count": 20, "max-trials": 5, "stability-percentage": 500}}
 
 
+def test_the_docker_worlds_search_puts_every_instance_on_the_gpu(tmp_path):
+    """Teaching review s22 F3: the YAML notebook 15 prints for the docker world says what that world writes, GPU
+    instances, even when this machine searched on its CPU."""
+    search = _search(tmp_path / "models", tmp_path / "ma")
+    spec = search["profile_models"]["tiny"]
+    spec["cpu_only"] = True
+    spec["model_config_parameters"]["instance_group"] = [[{"kind": "KIND_CPU", "count": 1}], [{"kind": "KIND_CPU", "count": 2}]]
+    shown = analyzer.on_gpu(search)["profile_models"]["tiny"]
+    assert shown["cpu_only"] is False
+    assert shown["model_config_parameters"]["instance_group"] == [[{"kind": "KIND_GPU", "count": 1}],
+                                                                  [{"kind": "KIND_GPU", "count": 2}]]
+    assert spec["cpu_only"] is True and spec["model_config_parameters"]["instance_group"][0][0]["kind"] == "KIND_CPU"
+    assert "model_config_parameters" not in analyzer.on_gpu({"profile_models": {"q": {"cpu_only": True}}})["profile_models"]["q"]
+
+
 @pytest.mark.parametrize("tag", ["24.05", "26.02"])
 def test_model_analyzer_in_the_sdk_image_searches_the_series_server_in_remote_mode(fake_docker, tiny_repo, tmp_path,
                                                                                    monkeypatch, tag):

@@ -177,8 +177,11 @@ def _knobs(stable: bool):
            "throughput": 4000.0 if stable else float("nan"), "p50_ms": 4.0 if stable else float("nan"),
            "p99_ms": 6.0 if stable else float("nan"), "queue_ms": 1.5 if stable else float("nan"),
            "error": float("nan") if stable else "perf_analyzer passed the memory limit"}
-    return pd.DataFrame([{**row, "value": "gRPC + system shm", "stable": True, "throughput": 5000.0, "p50_ms": 3.0,
-                          "p99_ms": 5.0, "queue_ms": 1.0, "error": float("nan")}, row])
+    parts = dict(zip(k8s.LATENCY_PARTS, (0.1, 1.0, 1.5, 0.1, 2.0, 0.1, 0.2)))  # mean latency 5.0 ms, queue 1.5
+    row.update({k: v if stable else float("nan") for k, v in parts.items()})
+    return pd.DataFrame([{**row, **{k: 0.5 for k in k8s.LATENCY_PARTS}, "value": "gRPC + system shm", "stable": True,
+                          "throughput": 5000.0, "p50_ms": 3.0, "p99_ms": 5.0, "queue_ms": 1.0, "error": float("nan")},
+                         row])
 
 
 def test_recorded_rate_reads_one_row_and_its_own_queue_free_latency():
@@ -186,9 +189,12 @@ def test_recorded_rate_reads_one_row_and_its_own_queue_free_latency():
     transport; an unstable row gives no rate, with the row's error; a missing row is named."""
     got = k8s.recorded_rate(_knobs(True))
     assert got["stable"] and got["throughput"] == 4000.0 and got["concurrency"] == 16
-    assert got["base_ms"] == pytest.approx(2.5)  # p50 4.0 - queue 1.5, not the shared-memory row's p50
+    # mean latency 5.0 - mean queue 1.5 (both means; not the p50, not the shared-memory row's)
+    assert got["mean_ms"] == pytest.approx(5.0) and got["base_ms"] == pytest.approx(3.5)
     skipped = k8s.recorded_rate(_knobs(False))
     assert not skipped["stable"] and skipped["error"] == "perf_analyzer passed the memory limit"
     assert "throughput" not in skipped
     with pytest.raises(ValueError, match=r"knob == 'transport' and value == 'HTTP'; found 0 .*'gRPC \+ system shm'"):
         k8s.recorded_rate(_knobs(True), value="HTTP")
+    with pytest.raises(ValueError, match=r"expected perf_analyzer's columns \['client_recv_ms'\]"):
+        k8s.recorded_rate(_knobs(True).drop(columns="client_recv_ms"))

@@ -4,6 +4,10 @@ and warm-up in a derived config, and the in-process reference with the input on 
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -11,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import bench, perf, repository
+from helpers import bench, ngc, perf, repository
 
 
 def test_every_level_is_measured_in_count_windows_unless_time_windows_are_asked_for():
@@ -199,6 +203,29 @@ def test_the_c_api_row_loads_only_its_model_with_the_local_servers_library_and_b
     count = int(sized[sized.index("--measurement-request-count") + 1])
     assert sized[sized.index("--max-trials") + 1] == "5" and count == perf.request_budget(150_528, 7.0) // 5
     assert "--request-count" not in command + sized
+    # the page prints the layout and the command's library path: the printed lines rebuild the same folders
+    lines = perf.c_api_shell(command, install, local)
+    assert lines[-1].startswith(f"LD_LIBRARY_PATH={lib.parent.resolve()}:/x") and lines[-1].endswith(ngc.as_shell(command))
+    shutil.rmtree(install.parent)
+    subprocess.run(["bash", "-ec", "\n".join(lines[:-1])], check=True)
+    assert (install / "lib" / "libtritonserver.so").resolve() == lib.resolve()
+    assert (install / "backends").resolve() == backends.resolve()
+    assert [p.resolve() for p in (install.parent / "repository").iterdir()] == [(repo / "wanted").resolve()]
+
+
+def test_the_printed_export_line_lets_the_local_perf_analyzer_start_in_a_terminal():
+    """Teaching review s22 F1: the helpers run the local binary with two library folders on its path; the line
+    notebook 11 prints gives a terminal the same, so the printed commands run there too."""
+    line = perf.shell_setup()
+    unpacked = Path(sys.prefix) / "opt" / "perf_analyzer" / "bin" / "perf_analyzer"
+    if not line or not unpacked.exists():
+        pytest.skip("no perf_analyzer unpacked by ./tutorial setup in this environment")
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    bare = subprocess.run([str(unpacked), "--version"], capture_output=True, text=True, env=env)
+    ran = subprocess.run(["bash", "-c", f"{line}; {shlex.quote(str(unpacked))} --version"], capture_output=True,
+                         text=True, env=env)
+    assert "error while loading shared libraries" not in ran.stderr, ran.stderr
+    assert "error while loading shared libraries" in bare.stderr or bare.returncode == ran.returncode
 
 
 # --- GPU sampling (helpers.gpu): the no-GPU path, and nvidia-smi's CSV parsed from a fake nvidia-smi on PATH ---
