@@ -5,6 +5,7 @@ Kubernetes API: https://kubernetes.io/docs/reference/kubernetes-api/
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -325,6 +326,16 @@ def config_text(config: mc.ModelConfig) -> str:
     del brief.model_warmup[1:]
     return repo.to_text(brief) + (f"# ... and {len(more)} more model_warmup entries like this one, batch_size "
                                   f"{more[0]} to {more[-1]}\n" if more else "")
+
+
+def model_pick(results_dir: str | Path, model: str | None) -> str | None:
+    """`model` as a run measured it: the optimized model named with notebook 12's pick from that run's results
+    (`resnet18_opt (fp16_nhwc_frozen)`), another model by its name; None where the results do not say."""
+    if model != "resnet18_opt":
+        return model
+    file = Path(results_dir) / "12_optimize_tensorrt.json"
+    winner = json.loads(file.read_text()).get("winner") if file.exists() else None
+    return f"resnet18_opt ({winner})" if winner else None
 
 
 # perf_analyzer's parts of a request's latency (its CSV's columns, in ms): their sum is its mean latency

@@ -567,7 +567,8 @@ def c_api_command(model: str, install: str | Path, csv_file: str | Path, local: 
 
 def c_api_shell(command: Sequence[str], install: str | Path, local: "LocalTriton") -> list[str]:
     """The C API row as lines to paste into a terminal: the layout `c_api_layout` made (mkdir, ln -s), then `command`
-    with the library path it runs with (the server's library folder, the local server's and perf_analyzer's)."""
+    with the library path it runs with (the server's library folder, the local server's and perf_analyzer's, then the
+    terminal's own)."""
     install = Path(install)
     repo = install.parent / "repository"
     links = [install / "lib" / "libtritonserver.so", install / "backends", *sorted(repo.iterdir())]
@@ -575,8 +576,8 @@ def c_api_shell(command: Sequence[str], install: str | Path, local: "LocalTriton
     lines += [ngc.as_shell(["ln", "-sfn", os.readlink(link), str(link)]) for link in links if link.is_symlink()]
     library_dir = str((install / "lib" / "libtritonserver.so").resolve().parent)
     ld = [library_dir, *local.env.get("LD_LIBRARY_PATH", "").split(os.pathsep), *_lib_dirs()]
-    return lines + [f"LD_LIBRARY_PATH={shlex.quote(os.pathsep.join(dict.fromkeys(d for d in ld if d)))} "
-                    f"{ngc.as_shell(command)}"]
+    return lines + [f"LD_LIBRARY_PATH={shlex.quote(os.pathsep.join(dict.fromkeys(d for d in ld if d)))}"
+                    f"${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} {ngc.as_shell(command)}"]
 
 
 def c_api_level(model: str, install: str | Path, csv_file: str | Path, local: "LocalTriton", *,

@@ -132,23 +132,25 @@ LITTLE_NOTE = ("c / latency: the concurrency (times the images per request) over
 FAR_BELOW = 0.02  # a row this much below its c / latency, and 3x the table's median gap, is named by the note
 
 
-def _little_note(rows: list[dict], name: Callable[[dict], str]) -> list[str]:
-    """LITTLE_NOTE, and the rows that print far below their c / latency with the cause from perf_analyzer's source;
-    where none does, the span of the gaps instead (the cause is not printed where the data do not show it)."""
-    gaps = {name(r): 1 - float(r["throughput"]) / r["c_over_latency"] for r in rows
-            if r.get("c_over_latency") and _num(r.get("throughput")) is not None}
-    if not gaps:
+def _little_note(rows: list[dict], name: Callable[[dict], str], carries: Callable[[dict], bool]) -> list[str]:
+    """LITTLE_NOTE, and the rows that print far below their c / latency; the cause from perf_analyzer's source only
+    where every one of them carries its tensors in the request (`carries`), the span of the gaps where none is far."""
+    found = [(name(r), 1 - float(r["throughput"]) / r["c_over_latency"], carries(r)) for r in rows
+             if r.get("c_over_latency") and _num(r.get("throughput")) is not None]
+    if not found:
         return []
-    middle = statistics.median(gaps.values())
-    far = [n for n, g in gaps.items() if g > max(FAR_BELOW, 3 * middle)]
+    gaps = [g for _, g, _ in found]
+    middle = statistics.median(gaps)
+    far = [(n, g, c) for n, g, c in found if g > max(FAR_BELOW, 3 * middle)]
     if not far:
-        return [f"{LITTLE_NOTE} Every row here printed {min(gaps.values()):.1%} to {max(gaps.values()):.1%} below it, "
-                "no row far from the others.", ""]
-    return [f"{LITTLE_NOTE} Far below it: " + ", ".join(f"{n} ({gaps[n]:.1%})" for n in far)
-            + f", against a median of {middle:.1%}. perf_analyzer copies a request's inputs before its clock starts "
-            f"(`SendRequest` in [infer_context.cc]({IN_FLIGHT_DOC})), and the slot holds no request meanwhile: rows "
-            "whose requests carry their tensors (gRPC, HTTP, the C API's host memory) can print less than their "
-            "c / latency, and a ratio to a shared-memory row holds that too.", ""]
+        return [f"{LITTLE_NOTE} Every row here printed {min(gaps):.1%} to {max(gaps):.1%} below it.", ""]
+    named = f"{LITTLE_NOTE} Far below it: " + ", ".join(f"{n} ({g:.1%})" for n, g, _ in far) + \
+        f", against a median of {middle:.1%}."
+    if not all(c for _, _, c in far):
+        return [named + " Not all of them carry their tensors in the request: this page does not measure why.", ""]
+    return [named + f" Their requests carry their tensors. perf_analyzer copies a request's inputs before its clock "
+            f"starts (`SendRequest` in [infer_context.cc]({IN_FLIGHT_DOC})), and the slot holds no request meanwhile: "
+            "such a row can print less than its c / latency, and a ratio to a shared-memory row holds that too.", ""]
 
 
 def _model_14(results: dict) -> str:
@@ -451,7 +453,8 @@ def knobs_13(rec: dict) -> list[str]:
         row["c_over_latency"] = parts.get((str(row.get("knob")), str(row.get("value"))))
     return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
                                       *([LITTLE_COLUMN] if any(parts.values()) else []), ("p99 (ms)", "p99_ms", ".2f"),
-                                      ("", "what", "")]), "", *_little_note(rows, lambda r: f"{r['knob']} {r['value']}"),
+                                      ("", "what", "")]), "", *_little_note(rows, lambda r: f"{r['knob']} {r['value']}",
+                                                    lambda r: r["knob"] == "transport" and "shm" not in str(r["value"])),
             (f"Best of each knob together (each knob's fastest row, one run each, noise included): "
              f"{_settings(best['best_of_each_knob'])}. " if best.get("best_of_each_knob") else "")
             + f"{_kept_13(best)} ({_settings(best.get('settings'))}): {_f(best.get('throughput'))} "
@@ -494,7 +497,7 @@ def variants_14(rec: dict) -> list[str]:
                       f"article's baseline (FP32, no batching, tensors over gRPC) measured in the same run ("
                       + (f"medians; kept {_range(best)}, baseline {_range(base)})." if _repeated(best, base)
                          else "one run each).")]
-    lines += ["", *_little_note(rows, lambda r: str(r["variant"]))][:-1]
+    lines += ["", *_little_note(rows, lambda r: str(r["variant"]), lambda r: "shm" not in str(r["variant"]))][:-1]
     if contest:
         lines += ["", f"The winner rule ({contest['runs_per_finalist']} runs of each finalist, in turns): "
                       f"{contest['verdict']}."]
@@ -531,7 +534,8 @@ def levers(rec: dict) -> list[str]:
             *table(rows, [("lever", "lever", ""), ("infer/s", "throughput", ".0f"), ("runs", "runs", ""),
                           *_little_column(rows), ("p99 (ms)", "p99_ms", ".2f"), ("x batch-1 row", "x batch-1", ".2f"),
                           ("server batch", "server avg_batch", ".1f")]), "",
-            *_little_note(rows, lambda r: str(r["lever"])),
+            *_little_note(rows, lambda r: str(r["lever"]),  # the C API row's inputs go in host memory; the others
+                          lambda r: "C API" in str(r["lever"]) or "shm" not in str(n14.get("best", ""))),  # 14's kept transport
             "A lever measured once, or whose range overlaps the batch-1 row's, shows no gain this run can tell."
             + "".join(f" The {r['lever']} row ran in {r['server']}, the others in notebook {notebook}'s: its ratio also "
                       "holds whatever differs between two servers" + (

@@ -107,18 +107,22 @@ def test_each_row_shows_concurrency_over_mean_latency_beside_its_printed_rate():
 
 
 def test_the_cause_of_a_gap_to_littles_law_is_printed_only_where_rows_lie_far_below_it():
-    """Numbers review s22 #4: the CPU rows with and without tensors lie equally near c / latency; the note names the
-    rows that lie far below it, with the cause, and otherwise prints the span of the gaps without a cause."""
-    name = lambda r: r["variant"]  # noqa: E731
+    """Numbers review s22 #4 and its fix review P2: the note names the rows that lie far below c / latency; the cause
+    (tensors copied before the clock starts) only where every one of them carries its tensors; otherwise the span."""
+    name, carries = (lambda r: r["variant"]), (lambda r: "shm" not in r["variant"])  # noqa: E731
     apart = [_latency_row("shm a", 7968, 2.0), _latency_row("shm b", 7960, 2.0), _latency_row("gRPC", 7300, 2.0)]
     numbers._little_column(apart)
-    said = numbers._little_note(apart, name)[0]
+    said = numbers._little_note(apart, name, carries)[0]
     assert said.startswith(numbers.LITTLE_NOTE) and "Far below it: gRPC (8.8%)" in said and "infer_context.cc" in said
+    odd = [_latency_row("shm a", 7968, 2.0), _latency_row("shm b", 7960, 2.0), _latency_row("shm c", 7300, 2.0)]
+    numbers._little_column(odd)
+    said = numbers._little_note(odd, name, carries)[0]
+    assert "Far below it: shm c (8.8%)" in said and "infer_context" not in said and "does not measure why" in said
     near = [_latency_row("shm", 7900, 2.0), _latency_row("gRPC", 7820, 2.0)]
     numbers._little_column(near)
-    said = numbers._little_note(near, name)[0]
-    assert "1.2% to 2.2% below it" in said and "infer_context" not in said and "Far below" not in said
-    assert numbers._little_note([{"variant": "none", "throughput": 1.0}], name) == []
+    said = numbers._little_note(near, name, carries)[0]
+    assert said.endswith("Every row here printed 1.2% to 2.2% below it.") and "infer_context" not in said
+    assert numbers._little_note([{"variant": "none", "throughput": 1.0}], name, carries) == []
 
 
 def test_the_history_table_lists_every_archived_recording():

@@ -198,3 +198,16 @@ def test_recorded_rate_reads_one_row_and_its_own_queue_free_latency():
         k8s.recorded_rate(_knobs(True), value="HTTP")
     with pytest.raises(ValueError, match=r"expected perf_analyzer's columns \['client_recv_ms'\]"):
         k8s.recorded_rate(_knobs(True).drop(columns="client_recv_ms"))
+
+
+def test_model_pick_names_the_optimized_model_with_its_run_s_notebook_12_pick(tmp_path):
+    """Fix review s22 P3: notebook 20 calls the GPU plan conservative only where the exported model is the one the
+    recorded row measured; a run without notebook 12's results names no pick, so nothing matches it."""
+    import json
+
+    assert k8s.model_pick(tmp_path, "resnet18_pytorch") == "resnet18_pytorch"
+    assert k8s.model_pick(tmp_path, "resnet18_opt") is None and k8s.model_pick(tmp_path, None) is None
+    (tmp_path / "12_optimize_tensorrt.json").write_text(json.dumps({"winner": "fp16_nhwc_frozen"}))
+    assert k8s.model_pick(tmp_path, "resnet18_opt") == "resnet18_opt (fp16_nhwc_frozen)"
+    (tmp_path / "12_optimize_tensorrt.json").write_text(json.dumps({"winner": None}))
+    assert k8s.model_pick(tmp_path, "resnet18_opt") is None

@@ -206,6 +206,7 @@ def test_the_c_api_row_loads_only_its_model_with_the_local_servers_library_and_b
     # the page prints the layout and the command's library path: the printed lines rebuild the same folders
     lines = perf.c_api_shell(command, install, local)
     assert lines[-1].startswith(f"LD_LIBRARY_PATH={lib.parent.resolve()}:/x") and lines[-1].endswith(ngc.as_shell(command))
+    assert "${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} " in lines[-1]  # the terminal's own path kept, as the helper's run does
     shutil.rmtree(install.parent)
     subprocess.run(["bash", "-ec", "\n".join(lines[:-1])], check=True)
     assert (install / "lib" / "libtritonserver.so").resolve() == lib.resolve()
