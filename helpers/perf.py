@@ -719,13 +719,15 @@ def repeat_level(model: str, url: str, csv_file: str | Path, concurrency: int, *
 
 def median_run(runs: Sequence[dict]) -> dict:
     """Several runs of one setting as one row: the median throughput of the stable runs, the other columns from the
-    middle run (of an even number, the slower of the two middle ones), with the spread beside it (`throughput_min`/
-    `_max`, `p99_min`/`_max`, `repeats` that were stable); the last run when none was stable."""
+    middle run (of an even number, the slower of the two middle ones; its own rate as `middle_throughput`), with the
+    spread beside it (`throughput_min`/`_max`, `p99_min`/`_max`, `repeats` that were stable); the last run when none
+    was stable."""
     ok = sorted((r for r in runs if r.get("stable")), key=lambda r: r["throughput"])
     if not ok:
         return {**runs[-1], "repeats": 0}
     middle = ok[(len(ok) - 1) // 2]
     return {**middle, "throughput": float(statistics.median(r["throughput"] for r in ok)), "repeats": len(ok),
+            "middle_throughput": middle["throughput"],  # the run whose latencies the row shows, its own rate
             "throughput_min": ok[0]["throughput"], "throughput_max": ok[-1]["throughput"],
             "p99_min": min(r["p99_ms"] for r in ok), "p99_max": max(r["p99_ms"] for r in ok)}
 

@@ -135,8 +135,10 @@ FAR_BELOW = 0.02  # a row this much below its c / latency, and 3x the table's me
 def _little_note(rows: list[dict], name: Callable[[dict], str], carries: Callable[[dict], bool]) -> list[str]:
     """LITTLE_NOTE, and the rows that print far below their c / latency; the cause from perf_analyzer's source only
     where every one of them carries its tensors in the request (`carries`), the span of the gaps where none is far."""
-    found = [(name(r), 1 - float(r["throughput"]) / r["c_over_latency"], carries(r)) for r in rows
-             if r.get("c_over_latency") and _num(r.get("throughput")) is not None]
+    # a repeated row's latencies are its middle run's: its gap is that run's own rate against them
+    rate = lambda r: _num(r.get("middle_throughput")) or _num(r.get("throughput"))  # noqa: E731
+    found = [(name(r), 1 - rate(r) / r["c_over_latency"], carries(r)) for r in rows
+             if r.get("c_over_latency") and rate(r) is not None]
     if not found:
         return []
     gaps = [g for _, g, _ in found]

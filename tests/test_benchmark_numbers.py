@@ -123,6 +123,10 @@ def test_the_cause_of_a_gap_to_littles_law_is_printed_only_where_rows_lie_far_be
     said = numbers._little_note(near, name, carries)[0]
     assert said.endswith("Every row here printed 1.2% to 2.2% below it.") and "infer_context" not in said
     assert numbers._little_note([{"variant": "none", "throughput": 1.0}], name, carries) == []
+    # a repeated row of two runs: the median rate can lie above the middle run's c / latency; its own rate cannot
+    pair = [{**_latency_row("shm", 8100, 2.0), "middle_throughput": 7900}, _latency_row("gRPC", 7820, 2.0)]
+    numbers._little_column(pair)
+    assert numbers._little_note(pair, name, carries)[0].endswith("Every row here printed 1.2% to 2.2% below it.")
 
 
 def test_the_history_table_lists_every_archived_recording():

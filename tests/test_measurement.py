@@ -573,4 +573,5 @@ def test_several_runs_as_one_row_keep_the_median_throughput_and_the_middle_runs_
     row = perf.median_run(runs)
     assert row["throughput"] == pytest.approx((4662.6 + 5719.5) / 2) and row["repeats"] == 2
     assert row["p99_ms"] == 5.2 and (row["throughput_min"], row["throughput_max"]) == (4662.6, 5719.5)
+    assert row["middle_throughput"] == 4662.6  # the rate of the run whose latencies the row shows
     assert perf.median_run(runs[2:])["repeats"] == 0
