@@ -16,6 +16,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from . import ngc
 from . import repository as repo
+from .perf import LATENCY_PARTS
 
 # The newest Kubernetes release whose schemas the pinned kubernetes-validate ships (autoscaling/v2beta2 was
 # removed in 1.26, so a manifest that still uses it does not validate against this version).
@@ -336,11 +337,6 @@ def model_pick(results_dir: str | Path, model: str | None) -> str | None:
     file = Path(results_dir) / "12_optimize_tensorrt.json"
     winner = json.loads(file.read_text()).get("winner") if file.exists() else None
     return f"resnet18_opt ({winner})" if winner else None
-
-
-# perf_analyzer's parts of a request's latency (its CSV's columns, in ms): their sum is its mean latency
-LATENCY_PARTS = ("client_send_ms", "network_ms", "queue_ms", "compute_input_ms", "compute_infer_ms",
-                 "compute_output_ms", "client_recv_ms")
 
 
 def recorded_rate(table, knob: str = "transport", value: str = "gRPC") -> dict:

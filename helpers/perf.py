@@ -1048,6 +1048,9 @@ _COLUMNS = {"Concurrency": "concurrency", "Inferences/Second": "throughput", "Cl
             "Server Compute Output": "compute_output_us", "Client Recv": "client_recv_us",
             "p50 latency": "p50_us", "p90 latency": "p90_us", "p95 latency": "p95_us", "p99 latency": "p99_us",
             "Avg latency": "avg_us"}
+# the parts of a request's latency parse_csv gives (ms): they add up to perf_analyzer's mean latency
+LATENCY_PARTS = ("client_send_ms", "network_ms", "queue_ms", "compute_input_ms", "compute_infer_ms",
+                 "compute_output_ms", "client_recv_ms")
 
 
 def parse_csv(path: str | Path) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from helpers import nearlimit, plots, recordings  # noqa: E402
+from helpers.perf import LATENCY_PARTS  # noqa: E402  (they add up to a request's mean latency)
 
 RUNS = ROOT / "docs" / "runs"
 ARCHIVE = ROOT / "docs" / "data" / "archive"
@@ -99,11 +100,6 @@ def _range(row: dict, low: str = "throughput_min", high: str = "throughput_max")
 def _repeated(*rows: dict) -> bool:
     """Whether any of `rows` is the median of several runs (else each is one run, and 'medians' would say too much)."""
     return any((_num(row.get("repeats")) or 0) > 1 for row in rows)
-
-
-# perf_analyzer's CSV splits a request's mean latency into these parts; they add up to it
-LATENCY_PARTS = ("client_send_ms", "network_ms", "queue_ms", "compute_input_ms", "compute_infer_ms",
-                 "compute_output_ms", "client_recv_ms")
 
 
 def _little_rate(row: dict) -> float | None:

@@ -189,10 +189,14 @@ def test_saturation_and_knee_numbers(ci_run):
     assert first["lever"] == "1 image per request, concurrency 4" and first["x batch-1"] == pytest.approx(1.0)
     assert all(r["x batch-1"] == pytest.approx(r["throughput"] / first["throughput"], abs=1e-3)
                for r in others if r["stable"])
-    c_api = next(r for r in knee16["levers"] if r["lever"].startswith("C API"))
-    windows = series.profile_parameters("ci", "16_saturation_and_knee")["measurement_request_count"]
-    assert c_api["stable"] and c_api["window_requests"] == windows  # count windows of the profile's size: they fit
-    assert c_api["requests"] >= 20                                  # what perf_analyzer's summary counted
+    c_api = [r for r in knee16["levers"] if r["lever"].startswith("C API")]
+    if near["best"].startswith("JPEG ensemble"):  # a model of one step only: left out, and the page says why
+        assert not c_api and "C API row left out: the kept variant is the JPEG ensemble" in _printed(
+            ci_run / "16_saturation_and_knee.ipynb")
+    else:
+        windows = series.profile_parameters("ci", "16_saturation_and_knee")["measurement_request_count"]
+        assert c_api[0]["stable"] and c_api[0]["window_requests"] == windows  # count windows of the profile's size
+        assert c_api[0]["requests"] >= 20                                     # what perf_analyzer's summary counted
     # the in-process reference: one stream per instance, around the server's mean batch at the knee (and the lever's)
     assert knee16["inprocess_skipped"] == "" and knee16["inprocess_streams"] == knee16["instances"]
     around = nearlimit.around(knee16["knee_batch"])  # the whole batches on either side of the server's mean
