@@ -329,6 +329,33 @@ def config_text(config: mc.ModelConfig) -> str:
                                   f"{more[0]} to {more[-1]}\n" if more else "")
 
 
+_ELEMENT_BYTES = {"TYPE_BOOL": 1, "TYPE_UINT8": 1, "TYPE_INT8": 1, "TYPE_FP16": 2, "TYPE_BF16": 2, "TYPE_INT16": 2,
+                  "TYPE_UINT16": 2, "TYPE_FP32": 4, "TYPE_INT32": 4, "TYPE_UINT32": 4, "TYPE_FP64": 8, "TYPE_INT64": 8,
+                  "TYPE_UINT64": 8}
+
+
+def request_bytes(config: mc.ModelConfig) -> int:
+    """Bytes of one batch-1 request's inputs, as a model config declares them (dims x element size)."""
+    total = 0
+    for tensor in config.input:
+        kind = mc.DataType.Name(tensor.data_type)
+        if kind not in _ELEMENT_BYTES or any(d < 0 for d in tensor.dims):
+            raise ValueError(f"input '{tensor.name}': a fixed-size numeric tensor expected; found {kind} {list(tensor.dims)}")
+        total += _ELEMENT_BYTES[kind] * math.prod(tensor.dims)
+    return total
+
+
+def link_gbit(rate_rps: float, nbytes: int) -> float:
+    """The network a replica needs for its input tensors alone (Gbit/s) at `rate_rps` requests of `nbytes`."""
+    return rate_rps * nbytes * 8 / 1e9
+
+
+def queue_floor_us(max_queue_delay_us: float, idle_queue_us: float = 0.0) -> float:
+    """The lowest HPA target on queue time: twice what a request waits with the server idle (the batcher's delay,
+    which a request below every preferred size waits in full, or the queue measured at the lowest load), at least 100 us."""
+    return max(100.0, 2 * float(max_queue_delay_us), 2 * float(idle_queue_us))
+
+
 def model_pick(results_dir: str | Path, model: str | None) -> str | None:
     """`model` as a run measured it: the optimized model named with notebook 12's pick from that run's results
     (`resnet18_opt (fp16_nhwc_frozen)`), another model by its name; None where the results do not say."""

@@ -4,7 +4,9 @@ https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/use
 """
 from __future__ import annotations
 
+import json
 import re
+import urllib.parse
 import urllib.request
 
 # counters per model (label model="..."), summed over versions; durations are cumulative microseconds
@@ -51,3 +53,22 @@ def between(before: dict[tuple[str, str], float], after: dict[tuple[str, str], f
                                               + delta["nv_inference_compute_output_duration_us"]),
         "request_ms": per_request(delta["nv_inference_request_duration_us"]),
     }
+
+
+def executions(url: str, model: str, timeout: float = 5.0) -> tuple[int, int]:
+    """(executions, their compute-infer ns) of `model` so far, over its versions and batch sizes, from the statistics
+    extension (GET /v2/models/<model>/stats on the HTTP endpoint `url`): each execution counted once, whatever its batch.
+    https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_statistics.md"""
+    base = url if url.startswith("http") else f"http://{url}"
+    with urllib.request.urlopen(f"{base}/v2/models/{urllib.parse.quote(model)}/stats", timeout=timeout) as resp:
+        stats = json.load(resp)
+    batches = [b for version in stats.get("model_stats", []) for b in version.get("batch_stats", [])]
+    return (sum(int(b["compute_infer"]["count"]) for b in batches),
+            sum(int(b["compute_infer"]["ns"]) for b in batches))
+
+
+def per_execution_ms(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """Mean compute-infer time of one execution (ms) between two `executions` reads, each batch counted once; the
+    metrics' per-request time counts a batch once per request in it, so larger batches weigh more there."""
+    runs, ns = after[0] - before[0], after[1] - before[1]
+    return ns / runs / 1e6 if runs > 0 else float("nan")

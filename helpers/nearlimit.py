@@ -102,18 +102,21 @@ class Rows:
         return row
 
     def _measured(self, label: str, model: str, nbytes: int, settings: dict, level: int, times: int) -> dict:
-        """One perf_analyzer row with these settings, its command printed once, the server's metrics and the GPU around it."""
+        """One perf_analyzer row with these settings, its command printed once, the server's metrics, its execution
+        statistics and the GPU around it."""
         self.made += 1
         csv = self.perf_dir / f"{self.prefix}_{self.made:03d}_{model}_c{level}.csv"
         shown = (label, settings["max_trials"])
         if shown not in self.shown:  # later levels of a command differ only in --concurrency-range
             self.shown.add(shown)
             print(f"{label}:\n  {perf.shown_command(model, self.server.grpc_url, csv, level, **settings)}")
-        before = metrics.scrape(self.server.metrics_url)
+        counted = self.metrics_model.get(model, model)
+        before, ran = metrics.scrape(self.server.metrics_url), metrics.executions(self.server.url, counted)
         with gpu.Sampler() as self.last_gpu:
             row = (perf.repeat_level(model, self.server.grpc_url, csv, level, repeats=times, **settings) if times > 1
                    else perf.measure_level(model, self.server.grpc_url, csv, level, **settings))
-        seen = metrics.between(before, metrics.scrape(self.server.metrics_url), self.metrics_model.get(model, model))
+        seen = {**metrics.between(before, metrics.scrape(self.server.metrics_url), counted),
+                "compute_infer_ms_per_execution": metrics.per_execution_ms(ran, metrics.executions(self.server.url, counted))}
         if not row.get("stable"):  # a stopped or unstable row: what the server and the GPU saw is not a measurement of it
             return {"variant": label, "model": model, "bytes/request": nbytes, **row}
         return {"variant": label, "model": model, "bytes/request": nbytes, **row, **self.last_gpu.columns(),
@@ -370,18 +373,23 @@ def at_mean_batch(rates: dict[int, float], mean_batch: float, streams: int) -> t
 def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: str, streams: int,
                  where: str = "") -> str:
     """Served at the knee (`where`: the line's label) against in-process at the server's mean batch, and where an
-    average request's time went."""
+    average request's time went: its compute infer split into in-process, the server's batch beyond it, and what the
+    per-request mean adds (Triton counts a batch's time once per request in it, so larger batches weigh more)."""
+    per_request = knee.get("compute_infer_ms", float("nan"))
+    per_execution = knee.get("server compute_infer_ms_per_execution", float("nan"))
     split = pd.Series({
         "client send + receive": knee.get("client_send_ms", 0) + knee.get("client_recv_ms", 0),
         "network + server send/recv": knee.get("network_ms", float("nan")),
         "queue": knee.get("queue_ms", float("nan")),
         "compute input + output": knee.get("compute_input_ms", 0) + knee.get("compute_output_ms", 0),
-        f"compute infer beyond in-process batch {batch}": knee.get("compute_infer_ms", float("nan")) - per_batch_ms,
+        "compute infer: larger batches weigh more per request": per_request - per_execution,
+        f"compute infer per batch beyond in-process batch {batch}": per_execution - per_batch_ms,
         f"in-process batch {batch}": per_batch_ms})
     where = where or f"at the knee (c={int(knee['concurrency'])})"
     return (f"{where}: served {knee['throughput']:.0f} infer/s = "
             f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
             f"perf_analyzer kept {knee.get('client_cores', float('nan')):.2f} cores busy\n"
-            "where an average request's time went (ms; "
+            f"the server's mean batch took {per_execution:.2f} ms to compute (its execution statistics over the level's whole run), in-process "
+            f"{per_batch_ms:.2f} ms; where an average request's time went (ms; "
             + ("the instance-contention part" if streams > 1 else "the part beyond one in-process stream")
-            + f" is compute infer minus the in-process time of a batch of the server's mean size):\n{split.round(2).to_string()}")
+            + f" is the server's batch time minus in-process):\n{split.round(2).to_string()}")

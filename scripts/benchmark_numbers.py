@@ -572,6 +572,9 @@ def knee(rec: dict) -> list[str]:
     elif results.get("inprocess_comparable"):  # results from before the mean batch: the nearest whole batch
         lines.append(f"In-process at batch {results.get('knee_batch')}{streams}: "
                      f"{_f(inproc.get(str(results.get('knee_batch'))))} img/s.")
+    elif inproc and not results.get("inprocess_skipped"):
+        lines.append("In-process is not set against the served rate: the reference took longer per batch than the "
+                     "server took to compute its own batches (notebook 16 prints both).")
     if inproc:
         lines.append(f"In-process (img/s, by batch size{streams}): "
                      + ", ".join(f"batch {k}: {_f(v)}" for k, v in inproc.items()) + ".")

@@ -80,6 +80,10 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
     assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1] == (
         "In-process at the server's mean batch at the top level searched (no knee reached), 2 (a whole batch), "
         "2 stream(s): 48 img/s.")
+    # a reference slower than the server's own batches is not set against the served rate, and the page says so
+    (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "inprocess_comparable": False}))
+    assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1].startswith(
+        "In-process is not set against the served rate: the reference took longer per batch")
     knee["levers"].append({"lever": "C API", "throughput": 900.0, "x batch-1": 1.125, "server": "perf_analyzer's own server"})
     (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
     said = numbers.levers(numbers.recording(folder))[-1]

@@ -211,3 +211,21 @@ def test_model_pick_names_the_optimized_model_with_its_run_s_notebook_12_pick(tm
     assert k8s.model_pick(tmp_path, "resnet18_opt") == "resnet18_opt (fp16_nhwc_frozen)"
     (tmp_path / "12_optimize_tensorrt.json").write_text(json.dumps({"winner": None}))
     assert k8s.model_pick(tmp_path, "resnet18_opt") is None
+
+
+def test_a_pods_network_and_the_hpa_floor():
+    """Numbers review s23: the GPU plan's row ran over loopback, so notebook 20 prints the link a pod needs; teaching
+    review s23 F3: the HPA target lies above what a lone request waits with the batcher's delay."""
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    config = mc.ModelConfig(name="m", max_batch_size=16)
+    config.input.add(name="x", data_type=mc.TYPE_FP32, dims=[3, 224, 224])
+    assert k8s.request_bytes(config) == 602_112
+    config.input.add(name="y", data_type=mc.TYPE_UINT8, dims=[224, 224, 3])
+    assert k8s.request_bytes(config) == 602_112 + 150_528
+    config.input.add(name="z", data_type=mc.TYPE_FP32, dims=[-1])
+    with pytest.raises(ValueError, match=r"input 'z': a fixed-size numeric tensor expected; found TYPE_FP32 \[-1\]"):
+        k8s.request_bytes(config)
+    assert k8s.link_gbit(2000, 602_112) == pytest.approx(9.633792)
+    assert k8s.queue_floor_us(0) == 100.0 and k8s.queue_floor_us(100) == 200.0
+    assert k8s.queue_floor_us(100, idle_queue_us=240.86) == pytest.approx(481.72)

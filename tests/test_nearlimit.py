@@ -166,11 +166,15 @@ def test_lever_lines_and_the_served_split():
     assert nearlimit.lever_lines(levers, 16)[0].endswith("2.00x the batch-1 row; its range overlaps the batch-1 row's: "
                                                          "no gain this run can tell")
     assert not nearlimit.lever_lines(levers, 16)[0].endswith("server)")
+    # Triton counts a batch's compute once per request in it: 12 ms per request, 11 ms per execution
     knee = pd.Series({"concurrency": 8, "throughput": 100.0, "compute_infer_ms": 12.0, "queue_ms": 3.0, "network_ms": 1.0,
-                      "client_cores": 1.5})
+                      "client_cores": 1.5, "server compute_infer_ms_per_execution": 11.0})
     said = nearlimit.served_split(knee, 10.0, 200.0, "4", 2)
     assert "served 100 infer/s = 50% of in-process batch 4, 2 at once (200 img/s)" in said
-    assert re.search(r"^compute infer beyond in-process batch 4 +2\.0$", said, re.M) and "queue " in said
+    assert re.search(r"^compute infer per batch beyond in-process batch 4 +1\.0$", said, re.M) and "queue " in said
+    assert re.search(r"^compute infer: larger batches weigh more per request +1\.0$", said, re.M)
+    assert re.search(r"^in-process batch 4 +10\.0$", said, re.M)
+    assert "the server's mean batch took 11.00 ms to compute (its execution statistics" in said
     assert said.startswith("at the knee (c=8): served") and "the instance-contention part is" in said
     # one instance: nothing to contend with; the line names the part without a cause the run cannot have had
     alone = nearlimit.served_split(knee, 10.0, 200.0, "4", 1)
@@ -203,7 +207,8 @@ def test_a_models_shared_memory_rate_sizes_the_windows_of_its_grpc_row(tmp_path,
 
     monkeypatch.setattr(perf, "measure_level", level)
     monkeypatch.setattr(metrics, "scrape", lambda url: {})
-    server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2")
+    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0))
+    server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2", url="127.0.0.1:3")
     rows = nearlimit.Rows(server, tmp_path, "t", base={}, limit_gb=24, trials=6, most=2000, warmup_requests=0)
     fp32 = 3 * 224 * 224 * 4
     before = rows.measure("grpc first", "other", fp32, {}, 16)  # no rate known yet: sized from the limit alone
@@ -242,7 +247,8 @@ def test_a_row_the_memory_guard_stops_is_measured_once_more_with_three_windows(t
 
     monkeypatch.setattr(perf, "measure_level", level)
     monkeypatch.setattr(metrics, "scrape", lambda url: {})
-    server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2")
+    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0))
+    server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2", url="127.0.0.1:3")
     rows = nearlimit.Rows(server, tmp_path, "t", base={}, limit_gb=24, trials=6, most=2000, warmup_requests=100)
     fp32 = 3 * 224 * 224 * 4
     row = rows.measure("grpc", "m", fp32, {}, 16)

@@ -148,7 +148,7 @@ def test_metrics_count_what_the_server_did(tiny_server):
     from concurrent.futures import ThreadPoolExecutor
 
     server = tiny_server
-    before = metrics.scrape(server.metrics_url)
+    before, ran = metrics.scrape(server.metrics_url), metrics.executions(server.url, "tiny")
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda _: tc.infer(tc.connect(server.url), "tiny", np.ones((1, 8), np.float32)), range(32)))
     deadline = time.monotonic() + 10  # the counters move a moment after the responses
@@ -159,6 +159,10 @@ def test_metrics_count_what_the_server_did(tiny_server):
         time.sleep(0.2)
     assert seen["requests"] == 32 and seen["executions"] <= 32 and seen["avg_batch"] >= 1.0
     assert seen["queue_ms_per_request"] >= 0 and seen["compute_ms_per_request"] > 0
+    # the statistics extension counts each execution once: the same executions as the metrics
+    after = metrics.executions(server.url, "tiny")
+    assert after[0] - ran[0] == seen["executions"] and metrics.per_execution_ms(ran, after) > 0
+    assert metrics.per_execution_ms(after, after) != metrics.per_execution_ms(after, after)  # none ran: nan
 
 
 def test_model_that_fails_to_load_is_named_with_log_tail(tmp_path, tiny_onnx, no_leftovers):
