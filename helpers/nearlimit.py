@@ -382,7 +382,7 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
         "network + server send/recv": knee.get("network_ms", float("nan")),
         "queue": knee.get("queue_ms", float("nan")),
         "compute input + output": knee.get("compute_input_ms", 0) + knee.get("compute_output_ms", 0),
-        "compute infer: larger batches weigh more per request": per_request - per_execution,
+        "compute infer per request above the mean batch's": per_request - per_execution,
         f"compute infer per batch beyond in-process batch {batch}": per_execution - per_batch_ms,
         f"in-process batch {batch}": per_batch_ms})
     where = where or f"at the knee (c={int(knee['concurrency'])})"
@@ -392,4 +392,17 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
             f"the server's mean batch took {per_execution:.2f} ms to compute (its execution statistics over the level's whole run), in-process "
             f"{per_batch_ms:.2f} ms; where an average request's time went (ms; "
             + ("the instance-contention part" if streams > 1 else "the part beyond one in-process stream")
-            + f" is the server's batch time minus in-process):\n{split.round(2).to_string()}")
+            + " is the server's batch time minus in-process; per request, Triton counts a batch's time once for each "
+            "request in it, so larger batches weigh more, and that row also holds what differs between perf_analyzer's "
+            f"measured windows and the whole run):\n{split.round(2).to_string()}")
+
+
+def versus_inprocess(row: pd.Series, per_batch_ms: float, inprocess: float, batch: float, streams: int, where: str) -> str:
+    """A served row against in-process at its mean batch; not compared where in-process took longer per batch than
+    the server's own batches (its execution statistics): such a reference is no ceiling."""
+    served_ms = row.get("server compute_infer_ms_per_execution", float("nan"))
+    if not per_batch_ms <= served_ms:
+        return (f"{where}: not set against in-process: in-process batch {batch:.3g} took {per_batch_ms:.1f} ms per stream, "
+                f"the server's batches {served_ms:.1f} ms")
+    return (f"{where}: served {row['throughput']:.0f} infer/s = {row['throughput'] / inprocess:.0%} of in-process batch "
+            f"{batch:.3g}, {streams} at once ({inprocess:.0f} img/s), p99 {row['p99_ms']:.2f} ms")

@@ -172,7 +172,14 @@ def test_lever_lines_and_the_served_split():
     said = nearlimit.served_split(knee, 10.0, 200.0, "4", 2)
     assert "served 100 infer/s = 50% of in-process batch 4, 2 at once (200 img/s)" in said
     assert re.search(r"^compute infer per batch beyond in-process batch 4 +1\.0$", said, re.M) and "queue " in said
-    assert re.search(r"^compute infer: larger batches weigh more per request +1\.0$", said, re.M)
+    assert re.search(r"^compute infer per request above the mean batch's +1\.0$", said, re.M)
+    assert "larger batches weigh more" in said and "measured windows and the whole run" in said
+    # a served row against in-process, where the reference is no slower than the server's own batches
+    lever = pd.Series({"throughput": 90.0, "p99_ms": 4.0, "server compute_infer_ms_per_execution": 11.0})
+    assert nearlimit.versus_inprocess(lever, 10.0, 100.0, 4.0, 1, "w") == (
+        "w: served 90 infer/s = 90% of in-process batch 4, 1 at once (100 img/s), p99 4.00 ms")
+    assert nearlimit.versus_inprocess(lever, 12.0, 100.0, 4.0, 1, "w") == (
+        "w: not set against in-process: in-process batch 4 took 12.0 ms per stream, the server's batches 11.0 ms")
     assert re.search(r"^in-process batch 4 +10\.0$", said, re.M)
     assert "the server's mean batch took 11.00 ms to compute (its execution statistics" in said
     assert said.startswith("at the knee (c=8): served") and "the instance-contention part is" in said
