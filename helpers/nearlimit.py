@@ -280,8 +280,8 @@ def knee_lines(knees: pd.DataFrame) -> list[str]:
 
 
 def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list[str]:
-    """A recap line for each batch-1 search whose knee lies at a higher load than the kept variant's (or that has a
-    knee where the kept variant has none), or at the same load with a higher rate there and at every load above it
+    """A recap line for each batch-1 search that ended at a higher load than the kept variant's (its knee, or its top
+    level within the budget; or a level within the budget where the kept variant has none), or at the same load with a higher rate there and at every load above it
     that both searched; each line gives both knees' runs and its rate against the kept variant's at the loads both
     searched (`rows`: every search's levels, as 16_knee_searches.csv keeps them). Only the kept variant's knee is
     measured several times."""
@@ -291,9 +291,10 @@ def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list
     rates = {label: level.dropna(subset=["throughput"]).set_index("concurrency")["throughput"]
              for label, level in rows.groupby("search")}
 
-    def runs(k: pd.Series) -> str:
+    def runs(k: pd.Series) -> str:  # how the search ended there (as knee_lines names it), and how often it ran
         count = int(k["runs at the knee"])
-        return "one run" if count == 1 else f"the median of {count} runs"
+        ended = "its knee" if pd.notna(k.get("level above")) else "its top level searched, no knee reached"
+        return f"{ended}; " + ("one run" if count == 1 else f"the median of {count} runs")
 
     stopped = knees.set_index("search").loc[kept, "stopped because"]
     lines = []
@@ -312,15 +313,15 @@ def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list
                   "the kept's" if span else "")
         if same:
             high = f"{upper.min():.2f}-{upper.max():.2f}x" if len(upper) > 1 else f"{upper.iloc[0]:.2f}x"
-            lines.append(f"'{label}' reached its knee at the same load as the kept '{kept}' (c={k['knee c']:.0f}, "
-                         f"{runs(k)} against {runs(one.loc[kept])}), with a higher rate there and at every load above "
+            lines.append(f"'{label}' ended its search at the same load as the kept '{kept}', c={k['knee c']:.0f} "
+                         f"({runs(k)}; the kept: {runs(one.loc[kept])}), with a higher rate there and at every load above "
                          f"it that both searched (c={', '.join(str(int(c)) for c in upper.index)}: {high} the kept's)"
                          f"{shared}")
             continue
-        lines.append(f"'{label}' reached its knee at a higher load than the kept '{kept}': c={k['knee c']:.0f} "
+        lines.append(f"'{label}' ended its search at a higher load than the kept '{kept}': c={k['knee c']:.0f} "
                      f"({runs(k)}) against c={one.loc[kept, 'knee c']:.0f} ({runs(one.loc[kept])}){shared}"
-                     if kept in one.index else f"'{label}' reached a knee where the kept '{kept}' has none: "
-                     f"c={k['knee c']:.0f} ({runs(k)}); '{kept}' stopped: {stopped}{shared}")
+                     if kept in one.index else f"'{label}' has a level within the budget where the kept '{kept}' has "
+                     f"none: c={k['knee c']:.0f} ({runs(k)}); '{kept}' stopped: {stopped}{shared}")
     return lines
 
 
@@ -389,12 +390,12 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
     return (f"{where}: served {knee['throughput']:.0f} infer/s = "
             f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
             f"perf_analyzer kept {knee.get('client_cores', float('nan')):.2f} cores busy\n"
-            f"the server's mean batch took {per_execution:.2f} ms to compute (its execution statistics over the level's whole run), in-process "
+            f"the server's mean batch took {per_execution:.2f} ms to compute (its execution statistics over every run of the level), in-process "
             f"{per_batch_ms:.2f} ms; where an average request's time went (ms; "
-            + ("the instance-contention part" if streams > 1 else "the part beyond one in-process stream")
+            + f"the part beyond in-process, {streams} stream(s) at once as the server's instances run,"
             + " is the server's batch time minus in-process; per request, Triton counts a batch's time once for each "
             "request in it, so larger batches weigh more, and that row also holds what differs between perf_analyzer's "
-            f"measured windows and the whole run):\n{split.round(2).to_string()}")
+            f"measured windows and every run of the level):\n{split.round(2).to_string()}")
 
 
 def versus_inprocess(row: pd.Series, per_batch_ms: float, inprocess: float, batch: float, streams: int, where: str) -> str:

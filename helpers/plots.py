@@ -332,13 +332,13 @@ def request_path(highlight: str | None = None, path: str | Path | None = None):
 
 
 def queue_signal(signal: pd.DataFrame, threshold_us: float, p99_budget_ms: float, title: str,
-                 path: str | Path | None = None):
-    """Queue time per request (the autoscaling signal) and p99 latency against concurrency, with the HPA threshold
-    and the p99 budget drawn in."""
+                 path: str | Path | None = None, threshold_label: str = "HPA threshold"):
+    """Queue time per request (the autoscaling signal) and p99 latency against concurrency, with a threshold
+    (`threshold_label`) and the p99 budget drawn in."""
     ok = signal[signal["stable"].astype(bool)]
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.plot(ok["concurrency"], ok["queue_us_per_request"], marker="o", label="queue time per request (us)")
-    ax.axhline(threshold_us, color="tab:red", linestyle="--", label=f"HPA threshold ({threshold_us:.0f} us)")
+    ax.axhline(threshold_us, color="tab:red", linestyle="--", label=f"{threshold_label} ({threshold_us:.0f} us)")
     ax.set(xlabel="concurrency", ylabel="queue time per request (us)", title=title)
     other = ax.twinx()
     other.plot(ok["concurrency"], ok["p99_ms"], marker="s", color="tab:gray", label="p99 latency (ms)")

@@ -307,6 +307,7 @@ def test_capacity_plan_divides_by_a_rate_measured_over_the_network():
         assert old not in code, old
     assert 'recordings.folder("gpu") / "13_knobs.csv"' in code and 'knob="transport", value="gRPC"' in code
     assert 'recordings.label("gpu")' in code and "the GPU plan is skipped" in code
+    assert '("resnet18_trt", "resnet18_opt", "resnet18_pytorch") if pod_kind == "KIND_GPU"' in code  # Docker: the engine
     assert "one concurrency level, not a searched knee" in text
     assert "conservative when the exported model is the one the row measured" in text and "may be optimistic" in text
     assert "mean latency minus its mean queue time" in text

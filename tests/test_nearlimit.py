@@ -123,17 +123,21 @@ def test_knee_table_and_curves_count_images_in_flight():
     more["one"]["knee"] = {**more["one"]["knee"], "repeats": 3}
     table = nearlimit.knee_table(more, {"one": 1, "batched": 4, "two": 1})
     rows = pd.DataFrame([{"search": label, **row} for label, found in more.items() for row in found["rows"]])
+    top = "its top level searched, no knee reached"  # numbers review s23 2: neither search above reached a knee
     assert nearlimit.other_knee_lines(table, rows, "one") == [
-        "'two' reached its knee at a higher load than the kept 'one': c=8 (one run) against c=4 (the median of 3 "
-        "runs); at the loads both searched (c=4) its rate was 1.04x the kept's"]
+        f"'two' ended its search at a higher load than the kept 'one': c=8 ({top}; one run) against c=4 ({top}; the "
+        "median of 3 runs); at the loads both searched (c=4) its rate was 1.04x the kept's"]
+    table.loc[table["search"] == "one", "level above"] = 8  # a level over the budget above it: a knee
+    assert "against c=4 (its knee; the median of 3 runs)" in nearlimit.other_knee_lines(table, rows, "one")[0]
+    table = nearlimit.knee_table(more, {"one": 1, "batched": 4, "two": 1})
     assert nearlimit.other_knee_lines(table, rows, "two") == [] and nearlimit.other_knee_lines(table, rows, "x") == []
     # a search with its knee at the same load is named only when it served more at every load both searched
     same = {**more, "two": {**more["two"], "knee": {"concurrency": 4, "throughput": 12.5, "p99_ms": 1}}}
     table = nearlimit.knee_table(same, {"one": 1, "batched": 4, "two": 1})
     assert nearlimit.other_knee_lines(table, rows, "one") == [
-        "'two' reached its knee at the same load as the kept 'one' (c=4, one run against the median of 3 runs), with "
-        "a higher rate there and at every load above it that both searched (c=4: 1.04x the kept's); at the loads both "
-        "searched (c=4) its rate was 1.04x the kept's"]
+        f"'two' ended its search at the same load as the kept 'one', c=4 ({top}; one run; the kept: {top}; the median "
+        "of 3 runs), with a higher rate there and at every load above it that both searched (c=4: 1.04x the kept's); "
+        "at the loads both searched (c=4) its rate was 1.04x the kept's"]
     slower = rows.assign(throughput=[11.0 if (s, c) == ("two", 4) else t for s, c, t in
                                      zip(rows["search"], rows["concurrency"], rows["throughput"])])
     assert nearlimit.other_knee_lines(table, slower, "one") == []
@@ -143,8 +147,8 @@ def test_knee_table_and_curves_count_images_in_flight():
     table = nearlimit.knee_table(over, {"one": 1, "batched": 4, "two": 1})
     rows = pd.DataFrame([{"search": label, **row} for label, found in over.items() for row in found["rows"]])
     assert nearlimit.other_knee_lines(table, rows, "one") == [
-        "'two' reached a knee where the kept 'one' has none: c=8 (one run); 'one' stopped: p99 99 ms at concurrency 4 "
-        "is over the 10 ms budget; at the loads both searched (c=4) its rate was 1.04x the kept's"]
+        f"'two' has a level within the budget where the kept 'one' has none: c=8 ({top}; one run); 'one' stopped: p99 "
+        "99 ms at concurrency 4 is over the 10 ms budget; at the loads both searched (c=4) its rate was 1.04x the kept's"]
 
 
 def test_lever_lines_and_the_served_split():
@@ -173,7 +177,7 @@ def test_lever_lines_and_the_served_split():
     assert "served 100 infer/s = 50% of in-process batch 4, 2 at once (200 img/s)" in said
     assert re.search(r"^compute infer per batch beyond in-process batch 4 +1\.0$", said, re.M) and "queue " in said
     assert re.search(r"^compute infer per request above the mean batch's +1\.0$", said, re.M)
-    assert "larger batches weigh more" in said and "measured windows and the whole run" in said
+    assert "larger batches weigh more" in said and "measured windows and every run of the level" in said
     # a served row against in-process, where the reference is no slower than the server's own batches
     lever = pd.Series({"throughput": 90.0, "p99_ms": 4.0, "server compute_infer_ms_per_execution": 11.0})
     assert nearlimit.versus_inprocess(lever, 10.0, 100.0, 4.0, 1, "w") == (
@@ -182,10 +186,10 @@ def test_lever_lines_and_the_served_split():
         "w: not set against in-process: in-process batch 4 took 12.0 ms per stream, the server's batches 11.0 ms")
     assert re.search(r"^in-process batch 4 +10\.0$", said, re.M)
     assert "the server's mean batch took 11.00 ms to compute (its execution statistics" in said
-    assert said.startswith("at the knee (c=8): served") and "the instance-contention part is" in said
-    # one instance: nothing to contend with; the line names the part without a cause the run cannot have had
+    # the reference already runs one stream per instance: the part beyond it is not named as contention
+    assert said.startswith("at the knee (c=8): served") and "the part beyond in-process, 2 stream(s) at once" in said
     alone = nearlimit.served_split(knee, 10.0, 200.0, "4", 1)
-    assert "the part beyond one in-process stream is" in alone and "contention" not in alone
+    assert "the part beyond in-process, 1 stream(s) at once" in alone and "contention" not in alone + said
     top = nearlimit.served_split(knee, 10.0, 200.0, "4", 2, "at the top level searched (c=8; no knee reached)")
     assert top.startswith("at the top level searched (c=8; no knee reached): served 100 infer/s")
 
