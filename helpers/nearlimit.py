@@ -281,8 +281,8 @@ def knee_lines(knees: pd.DataFrame) -> list[str]:
 
 def other_knee_lines(knees: pd.DataFrame, rows: pd.DataFrame, kept: str) -> list[str]:
     """A recap line for each batch-1 search that ended at a higher load than the kept variant's (its knee, or its top
-    level within the budget; or a level within the budget where the kept variant has none), or at the same load with a higher rate there and at every load above it
-    that both searched; each line gives both knees' runs and its rate against the kept variant's at the loads both
+    level within the budget; or a level within the budget where the kept variant has none), or at the same load with
+    a higher rate there and at every load above it that both searched; each line gives both knees' runs and its rate against the kept variant's at the loads both
     searched (`rows`: every search's levels, as 16_knee_searches.csv keeps them). Only the kept variant's knee is
     measured several times."""
     one = knees[(knees["images/request"] == 1) & knees["knee c"].notna()].set_index("search")
