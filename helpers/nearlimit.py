@@ -99,6 +99,13 @@ class Rows:
             self.rates[model] = max(rate, self.rates.get(model, 0.0))
         if times == 1:
             self.rows[key] = row
+        elif key in self.rows and row.get("stable") and self.rows[key].get("stable"):  # the single run that picked it
+            once, low, high = self.rows[key]["throughput"], row.get("throughput_min"), row.get("throughput_max")
+            row["screened"] = once
+            if low is not None and high is not None and not low <= once <= high:
+                print(f"{label}, concurrency {level}: its single run above gave {once:.1f} infer/s, outside these "
+                      f"{times} runs' range {low:.1f}-{high:.1f}; the table shows their median (`screened`: that run), "
+                      "a plot of the single run shows that run")
         return row
 
     def _measured(self, label: str, model: str, nbytes: int, settings: dict, level: int, times: int) -> dict:
@@ -369,6 +376,21 @@ def at_mean_batch(rates: dict[int, float], mean_batch: float, streams: int) -> t
     ms = {b: 1000 * b * streams / rates[b] for b in (low, high)}
     per_batch = ms[low] + (mean_batch - low) * (ms[high] - ms[low])
     return per_batch, 1000 * mean_batch * streams / per_batch
+
+
+def withheld(knee: pd.Series, ref_ms: float, served_ms: float, batch: str, streams: int, where: str) -> str:
+    """Why served/in-process is not printed (the reference's batch took longer than the server's), with how many of
+    its instances the server kept busy on average: executions per second (images/s over the mean batch) x their time."""
+    text = (f"in-process batch {batch} took {ref_ms:.1f} ms per stream, {streams} stream(s) at once; the server's mean "
+            f"batch took {served_ms:.1f} ms to compute {where}, so served/in-process is not printed here: ")
+    executions = float(knee["throughput"]) / max(float(knee.get("server avg_batch", 1.0)), 1.0)
+    busy = executions * served_ms / 1000
+    if streams > 1 and busy < streams - 0.5:
+        return text + (f"the server kept {busy:.2f} of its {streams} instances busy on average ({executions:.0f} "
+                       f"executions/s x {served_ms:.2f} ms), the reference all {streams}, so its batches shared the "
+                       "device more than the server's did")
+    return text + ("the reference may have shared the device with other work, or run with other settings than the "
+                   "server's backend")
 
 
 def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: str, streams: int,

@@ -818,7 +818,11 @@ def _knee_walk(rows, p99_budget_ms: float, rising: float) -> tuple[dict | None, 
         if not row.get("stable", True) or row.get("throughput") != row.get("throughput"):  # unstable, or NaN
             return knee, row, f"concurrency {c} gave no stable measurement ({row.get('error') or 'no reason kept'})"
         if row["p99_ms"] > p99_budget_ms:
-            return knee, row, f"p99 {row['p99_ms']:.2f} ms at concurrency {c} is over the {p99_budget_ms:g} ms budget"
+            why = f"p99 {row['p99_ms']:.2f} ms at concurrency {c} is over the {p99_budget_ms:g} ms budget"
+            if knee is not None and row["throughput"] < (1 + rising) * best:  # both tests failed: both are named
+                why += (f", and throughput had stopped rising there too ({row['throughput'] / best - 1:+.1%} against "
+                        f"{best:.1f} at concurrency {int(knee['concurrency'])}, {rising:.0%} needed)")
+            return knee, row, why
         if knee is not None and row["throughput"] < (1 + rising) * best:
             return knee, row, (f"throughput stopped rising at concurrency {c}: {row['throughput']:.1f} is "
                                f"{row['throughput'] / best - 1:+.1%} against the best below it, {best:.1f} at "

@@ -380,6 +380,16 @@ def test_the_knee_search_doubles_until_p99_passes_the_budget_then_bisects_once()
     assert [r["concurrency"] for r in found["rows"]] == asked
 
 
+def test_a_knee_search_stopped_by_the_budget_says_when_throughput_had_flattened_too():
+    """Review s24 (GPU, 16): a level over the budget whose throughput had also stopped rising named only the budget."""
+    flat = {1: (1000, 2.0), 2: (1900, 2.2), 4: (1910, 12.0), 3: (1905, 11.0)}
+    found = perf.find_knee(_measure(flat)[0], 10.0, most=4)
+    assert found["why"].startswith("p99 11.00 ms at concurrency 3 is over the 10 ms budget, and throughput had stopped "
+                                   "rising there too (+0.3% against 1900.0 at concurrency 2, 3% needed)")
+    rising = {1: (1000, 2.0), 2: (1900, 2.2), 4: (3600, 12.0), 3: (2800, 11.0)}
+    assert perf.find_knee(_measure(rising)[0], 10.0, most=4)["why"] == "p99 11.00 ms at concurrency 3 is over the 10 ms budget"
+
+
 def test_a_confirmed_knee_search_measures_the_knee_and_the_level_above_again_and_goes_on_where_they_say():
     single = {16: (5000, 3.0), 32: (9000, 5.0), 64: (12000, 10.7), 48: (10100, 9.4), 128: (20500, 12.5)}
     again = {48: (15600, 4.9), 64: (17000, 6.0), 128: (20000, 12.0)}  # medians: 64 was one noisy window

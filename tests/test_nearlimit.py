@@ -284,3 +284,42 @@ def test_in_process_at_the_servers_mean_batch_lies_between_the_whole_batches():
     assert nearlimit.at_mean_batch({4: 80.0}, 4.0, 1) == pytest.approx((50.0, 80.0))
     with pytest.raises(ValueError, match=r"batches \[2, 3\] expected around the mean batch 2.50; measured at \[1, 2\]"):
         nearlimit.at_mean_batch({1: 40.0, 2: 50.0}, 2.5, 2)
+
+
+def test_withheld_says_how_many_instances_the_server_kept_busy():
+    """Review s24 (GPU, 16): the reference runs one stream per instance; at the knee the server kept fewer busy, so the
+    reference's batch came out slower and the page gave only hedged causes."""
+    knee = pd.Series({"throughput": 23800.0, "server avg_batch": 45.45, "server compute_infer_ms_per_execution": 2.23})
+    said = nearlimit.withheld(knee, 2.5, 2.23, "45.5", 2, "at the knee (c=128)")
+    assert said.startswith("in-process batch 45.5 took 2.5 ms per stream, 2 stream(s) at once; the server's mean batch "
+                           "took 2.2 ms to compute at the knee (c=128), so served/in-process is not printed here: ")
+    assert "the server kept 1.17 of its 2 instances busy on average (524 executions/s x 2.23 ms), the reference all 2" in said
+    busy = pd.Series({"throughput": 40000.0, "server avg_batch": 45.45})  # 880 executions/s x 2.23 ms: about 2 busy
+    assert "may have shared the device with other work" in nearlimit.withheld(busy, 2.5, 2.23, "45.5", 2, "w")
+    assert "may have shared the device" in nearlimit.withheld(knee, 2.5, 2.23, "45.5", 1, "w")
+
+
+def test_a_repeated_level_keeps_the_single_run_that_picked_it(tmp_path, monkeypatch, capsys):
+    """Review s24 (GPU, 16): a level reused from the knee search was measured again `repeats` times; the single run
+    (the one the plot shows) lay outside their range and nothing said so."""
+    from types import SimpleNamespace
+
+    from helpers import metrics, perf
+
+    monkeypatch.setattr(perf, "measure_level", lambda model, url, csv, c, **s: {"concurrency": c, "stable": True,
+                                                                                "throughput": 15642.1, "p99_ms": 2.0})
+    monkeypatch.setattr(perf, "repeat_level", lambda model, url, csv, c, repeats, **s: {
+        "concurrency": c, "stable": True, "throughput": 12932.2, "throughput_min": 12914.4, "throughput_max": 13103.8,
+        "p99_ms": 2.1, "repeats": repeats})
+    monkeypatch.setattr(metrics, "scrape", lambda url: {})
+    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0))
+    server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2", url="127.0.0.1:3")
+    rows = nearlimit.Rows(server, tmp_path, "t", base={}, limit_gb=24, trials=6, most=2000, warmup_requests=0, reuse=True)
+    rows.measure("v, 16 images per request", "m", 16, {"batch_size": 16}, 1)
+    assert "reused" in (rows.measure("v, 16 images per request", "m", 16, {"batch_size": 16}, 1) and capsys.readouterr().out)
+    again = rows.measure("v, 16 images per request", "m", 16, {"batch_size": 16}, 1, times=3)
+    assert again["screened"] == 15642.1 and again["throughput"] == 12932.2
+    assert ("its single run above gave 15642.1 infer/s, outside these 3 runs' range 12914.4-13103.8"
+            in capsys.readouterr().out)
+    fresh = rows.measure("w", "m", 16, {}, 1, times=3)  # no single run before it: nothing to keep
+    assert "screened" not in fresh and "outside" not in capsys.readouterr().out
