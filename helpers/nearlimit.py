@@ -104,8 +104,8 @@ class Rows:
             row["screened"] = once
             if low is not None and high is not None and not low <= once <= high:
                 print(f"{label}, concurrency {level}: its single run above gave {once:.1f} infer/s, outside these "
-                      f"{times} runs' range {low:.1f}-{high:.1f}; the table shows their median (`screened`: that run), "
-                      "a plot of the single run shows that run")
+                      f"{times} runs' range {low:.1f}-{high:.1f}; the table shows their median (`screened`: that run), and "
+                      "where a plot shows this level from the knee search, it shows that single run")
         return row
 
     def _measured(self, label: str, model: str, nbytes: int, settings: dict, level: int, times: int) -> dict:
