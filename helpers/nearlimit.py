@@ -378,26 +378,38 @@ def at_mean_batch(rates: dict[int, float], mean_batch: float, streams: int) -> t
     return per_batch, 1000 * mean_batch * streams / per_batch
 
 
+def busy_instances(row: pd.Series, served_ms: float) -> tuple[float, float]:
+    """Executions per second (images/s over the mean batch) and the instances they kept busy on average (x their time)."""
+    executions = float(row["throughput"]) / max(float(row.get("server avg_batch", 1.0)), 1.0)
+    return executions, executions * served_ms / 1000
+
+
+def rates_compare(row: pd.Series, ref_ms: float, served_ms: float, streams: int) -> bool:
+    """Whether served and in-process rates compare: the reference's batch is no slower than the server's, or slower
+    because the server kept clearly fewer instances busy than the reference ran streams (its rate is then a ceiling)."""
+    return bool(ref_ms <= served_ms or (streams > 1 and busy_instances(row, served_ms)[1] < streams - 0.5))
+
+
 def withheld(knee: pd.Series, ref_ms: float, served_ms: float, batch: str, streams: int, where: str) -> str:
-    """Why served/in-process is not printed (the reference's batch took longer than the server's), with how many of
-    its instances the server kept busy on average: executions per second (images/s over the mean batch) x their time."""
+    """Why the gap is not split by stage (the reference's batch took longer than the server's), with how many of its
+    instances the server kept busy on average; where that does not explain it, served/in-process is not printed."""
     text = (f"in-process batch {batch} took {ref_ms:.1f} ms per stream, {streams} stream(s) at once; the server's mean "
-            f"batch took {served_ms:.1f} ms to compute {where}, so served/in-process is not printed here: ")
-    executions = float(knee["throughput"]) / max(float(knee.get("server avg_batch", 1.0)), 1.0)
-    busy = executions * served_ms / 1000
-    if streams > 1 and busy < streams - 0.5:
-        return text + (f"the server kept {busy:.2f} of its {streams} instances busy on average ({executions:.0f} "
-                       f"executions/s x {served_ms:.2f} ms), the reference all {streams}, so its batches shared the "
-                       "device more than the server's did")
-    return text + ("the reference may have shared the device with other work, or run with other settings than the "
-                   "server's backend")
+            f"batch took {served_ms:.1f} ms to compute {where}, so ")
+    executions, busy = busy_instances(knee, served_ms)
+    if rates_compare(knee, ref_ms, served_ms, streams):
+        return text + (f"the gap is not split by stage (that subtracts one batch time from the other): the server kept "
+                       f"{busy:.2f} of its {streams} instances busy on average ({executions:.0f} executions/s x "
+                       f"{served_ms:.2f} ms), the reference all {streams}, so its batches shared the device more than "
+                       f"the server's did; the rates still compare: in-process is what {streams} batches at once reached")
+    return text + ("served/in-process is not printed here: the reference may have shared the device with other work, "
+                   "or run with other settings than the server's backend")
 
 
 def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: str, streams: int,
-                 where: str = "") -> str:
-    """Served at the knee (`where`: the line's label) against in-process at the server's mean batch, and where an
-    average request's time went: its compute infer split into in-process, the server's batch beyond it, and what the
-    per-request mean adds (Triton counts a batch's time once per request in it, so larger batches weigh more)."""
+                 where: str = "", by_stage: bool = True) -> str:
+    """Served at the knee (`where`: the line's label) against in-process at the server's mean batch, and (`by_stage`)
+    where an average request's time went: its compute infer split into in-process, the server's batch beyond it, and
+    what the per-request mean adds (Triton counts a batch's time once per request in it, so larger batches weigh more)."""
     per_request = knee.get("compute_infer_ms", float("nan"))
     per_execution = knee.get("server compute_infer_ms_per_execution", float("nan"))
     split = pd.Series({
@@ -409,11 +421,14 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
         f"compute infer per batch beyond in-process batch {batch}": per_execution - per_batch_ms,
         f"in-process batch {batch}": per_batch_ms})
     where = where or f"at the knee (c={int(knee['concurrency'])})"
-    return (f"{where}: served {knee['throughput']:.0f} infer/s = "
+    head = (f"{where}: served {knee['throughput']:.0f} infer/s = "
             f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
             f"perf_analyzer kept {knee.get('client_cores', float('nan')):.2f} cores busy\n"
             f"the server's mean batch took {per_execution:.2f} ms to compute (its execution statistics over every run of the level), in-process "
-            f"{per_batch_ms:.2f} ms; where an average request's time went (ms; "
+            f"{per_batch_ms:.2f} ms")
+    if not by_stage:
+        return head
+    return (head + "; where an average request's time went (ms; "
             + f"the part beyond in-process, {streams} stream(s) at once as the server's instances run,"
             + " is the server's batch time minus in-process; per request, Triton counts a batch's time once for each "
             "request in it, so larger batches weigh more, and that row also holds what differs between perf_analyzer's "
@@ -422,10 +437,12 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
 
 def versus_inprocess(row: pd.Series, per_batch_ms: float, inprocess: float, batch: float, streams: int, where: str) -> str:
     """A served row against in-process at its mean batch; not compared where in-process took longer per batch than
-    the server's own batches (its execution statistics): such a reference is no ceiling."""
+    the server's own batches (its execution statistics) for a reason the busy instances do not give: no ceiling then."""
     served_ms = row.get("server compute_infer_ms_per_execution", float("nan"))
-    if not per_batch_ms <= served_ms:
+    if not rates_compare(row, per_batch_ms, served_ms, streams):
         return (f"{where}: not set against in-process: in-process batch {batch:.3g} took {per_batch_ms:.1f} ms per stream, "
                 f"the server's batches {served_ms:.1f} ms")
+    busy = "" if per_batch_ms <= served_ms else (f"; the server kept {busy_instances(row, served_ms)[1]:.2f} of "
+                                                 f"{streams} instances busy, so in-process took longer per batch")
     return (f"{where}: served {row['throughput']:.0f} infer/s = {row['throughput'] / inprocess:.0%} of in-process batch "
-            f"{batch:.3g}, {streams} at once ({inprocess:.0f} img/s), p99 {row['p99_ms']:.2f} ms")
+            f"{batch:.3g}, {streams} at once ({inprocess:.0f} img/s), p99 {row['p99_ms']:.2f} ms{busy}")

@@ -562,13 +562,16 @@ def knee(rec: dict) -> list[str]:
         lines += [f"Search {line}." for line in others] + ([""] if others else [])
     if not results.get("knee"):
         lines.append("Without a knee there is no served rate at a batch size to set against in-process.")
-    elif results.get("inprocess_comparable") and results.get("inprocess_at_knee") is not None:
+    elif (results.get("inprocess_comparable") or results.get("inprocess_rates_compare")) \
+            and results.get("inprocess_at_knee") is not None:
         mean = float(results["knee_batch"])
         where = "at the knee" if results.get("above_knee") is not None else "at the top level searched (no knee reached)"
         lines.append(f"In-process at the server's mean batch {where}, " + (
             f"{mean:.0f} (a whole batch)" if mean.is_integer() else f"{mean:.3g} (time per batch linear between the whole batches "
                                                                      "around it)") + f"{streams}: "
-                     f"{_f(results['inprocess_at_knee'])} img/s.")
+                     f"{_f(results['inprocess_at_knee'])} img/s." + ("" if results.get("inprocess_comparable") else
+                     " Its batches took longer than the server's (the server kept fewer of its instances busy than the "
+                     "reference ran streams): the rates compare, and notebook 16 does not split the gap by stage."))
     elif results.get("inprocess_comparable"):  # results from before the mean batch: the nearest whole batch
         lines.append(f"In-process at batch {results.get('knee_batch')}{streams}: "
                      f"{_f(inproc.get(str(results.get('knee_batch'))))} img/s.")

@@ -84,6 +84,12 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
     (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "inprocess_comparable": False}))
     assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1].startswith(
         "In-process is not set against the served rate: the reference took longer per batch")
+    # slower because the server kept fewer instances busy: the rates compare, the page says there is no split
+    (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "knee_batch": 6.61, "inprocess_at_knee": 1150.0, "above_knee": 32, "inprocess_comparable": False,
+                                                                 "inprocess_rates_compare": True}))
+    assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1].endswith(
+        "2 stream(s): 1150 img/s. Its batches took longer than the server's (the server kept fewer of its instances busy "
+        "than the reference ran streams): the rates compare, and notebook 16 does not split the gap by stage.")
     knee["levers"].append({"lever": "C API", "throughput": 900.0, "x batch-1": 1.125, "server": "perf_analyzer's own server"})
     (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
     said = numbers.levers(numbers.recording(folder))[-1]

@@ -292,11 +292,24 @@ def test_withheld_says_how_many_instances_the_server_kept_busy():
     knee = pd.Series({"throughput": 23800.0, "server avg_batch": 45.45, "server compute_infer_ms_per_execution": 2.23})
     said = nearlimit.withheld(knee, 2.5, 2.23, "45.5", 2, "at the knee (c=128)")
     assert said.startswith("in-process batch 45.5 took 2.5 ms per stream, 2 stream(s) at once; the server's mean batch "
-                           "took 2.2 ms to compute at the knee (c=128), so served/in-process is not printed here: ")
+                           "took 2.2 ms to compute at the knee (c=128), so the gap is not split by stage ")
     assert "the server kept 1.17 of its 2 instances busy on average (524 executions/s x 2.23 ms), the reference all 2" in said
+    assert said.endswith("the rates still compare: in-process is what 2 batches at once reached")
+    assert nearlimit.rates_compare(knee, 2.5, 2.23, 2)  # fewer instances busy: in-process is still a ceiling on the rate
     busy = pd.Series({"throughput": 40000.0, "server avg_batch": 45.45})  # 880 executions/s x 2.23 ms: about 2 busy
-    assert "may have shared the device with other work" in nearlimit.withheld(busy, 2.5, 2.23, "45.5", 2, "w")
+    assert not nearlimit.rates_compare(busy, 2.5, 2.23, 2) and not nearlimit.rates_compare(knee, 2.5, 2.23, 1)
+    assert "served/in-process is not printed here: the reference may have shared the device with other work" in (
+        nearlimit.withheld(busy, 2.5, 2.23, "45.5", 2, "w"))
     assert "may have shared the device" in nearlimit.withheld(knee, 2.5, 2.23, "45.5", 1, "w")
+    # the rates, without the split by stage (it would subtract the server's batch time from a longer one)
+    said = nearlimit.served_split(knee, 2.5, 36590.0, "45.5", 2, "at the knee (c=128)", by_stage=False)
+    assert said.startswith("at the knee (c=128): served 23800 infer/s = 65% of in-process batch 45.5, 2 at once")
+    assert said.endswith("in-process 2.50 ms") and "where an average request's time went" not in said
+    lever = pd.Series({"throughput": 23800.0, "p99_ms": 5.0, "server avg_batch": 45.45,
+                       "server compute_infer_ms_per_execution": 2.23})
+    assert nearlimit.versus_inprocess(lever, 2.5, 36590.0, 45.45, 2, "w") == (
+        "w: served 23800 infer/s = 65% of in-process batch 45.5, 2 at once (36590 img/s), p99 5.00 ms; the server kept "
+        "1.17 of 2 instances busy, so in-process took longer per batch")
 
 
 def test_a_repeated_level_keeps_the_single_run_that_picked_it(tmp_path, monkeypatch, capsys):
