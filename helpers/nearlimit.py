@@ -386,7 +386,8 @@ def busy_instances(row: pd.Series, served_ms: float) -> tuple[float, float]:
 
 def rates_compare(row: pd.Series, ref_ms: float, served_ms: float, streams: int) -> bool:
     """Whether served and in-process rates compare: the reference's batch is no slower than the server's, or slower
-    because the server kept clearly fewer instances busy than the reference ran streams (its rate is then a ceiling)."""
+    because the server kept clearly fewer instances busy than the reference ran streams (its rate is then what all
+    instances reach at that batch)."""
     return bool(ref_ms <= served_ms or (streams > 1 and busy_instances(row, served_ms)[1] < streams - 0.5))
 
 
@@ -399,8 +400,9 @@ def withheld(knee: pd.Series, ref_ms: float, served_ms: float, batch: str, strea
     if rates_compare(knee, ref_ms, served_ms, streams):
         return text + (f"the gap is not split by stage (that subtracts one batch time from the other): the server kept "
                        f"{busy:.2f} of its {streams} instances busy on average ({executions:.0f} executions/s x "
-                       f"{served_ms:.2f} ms), the reference all {streams}, so its batches shared the device more than "
-                       f"the server's did; the rates still compare: in-process is what {streams} batches at once reached")
+                       f"{served_ms:.2f} ms), the reference all {streams} all the time (a likely reason its batches "
+                       f"took longer, not measured here); the rates still compare: in-process is what {streams} batches at "
+                       "once reached")
     return text + ("served/in-process is not printed here: the reference may have shared the device with other work, "
                    "or run with other settings than the server's backend")
 
@@ -423,12 +425,14 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
     where = where or f"at the knee (c={int(knee['concurrency'])})"
     head = (f"{where}: served {knee['throughput']:.0f} infer/s = "
             f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
-            f"perf_analyzer kept {knee.get('client_cores', float('nan')):.2f} cores busy\n"
-            f"the server's mean batch took {per_execution:.2f} ms to compute (its execution statistics over every run of the level), in-process "
-            f"{per_batch_ms:.2f} ms")
-    if not by_stage:
-        return head
-    return (head + "; where an average request's time went (ms; "
+            f"perf_analyzer kept {knee.get('client_cores', float('nan')):.2f} cores busy\n")
+    if not by_stage:  # the gap is idle instances: served / in-process = busy / streams x in-process ms / server ms
+        busy = busy_instances(knee, per_execution)[1]
+        return head + (f"the server kept {busy:.2f} of its {streams} instances busy ({busy / streams:.0%}), and its "
+                       "batches were not slower than in-process: the gap is instances left idle at this load, not a "
+                       "cost per batch")
+    return (head + f"the server's mean batch took {per_execution:.2f} ms to compute (its execution statistics over every "
+            f"run of the level), in-process {per_batch_ms:.2f} ms; where an average request's time went (ms; "
             + f"the part beyond in-process, {streams} stream(s) at once as the server's instances run,"
             + " is the server's batch time minus in-process; per request, Triton counts a batch's time once for each "
             "request in it, so larger batches weigh more, and that row also holds what differs between perf_analyzer's "
@@ -437,12 +441,12 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
 
 def versus_inprocess(row: pd.Series, per_batch_ms: float, inprocess: float, batch: float, streams: int, where: str) -> str:
     """A served row against in-process at its mean batch; not compared where in-process took longer per batch than
-    the server's own batches (its execution statistics) for a reason the busy instances do not give: no ceiling then."""
+    the server's own batches (its execution statistics) for a reason the busy instances do not give: no reference then."""
     served_ms = row.get("server compute_infer_ms_per_execution", float("nan"))
     if not rates_compare(row, per_batch_ms, served_ms, streams):
         return (f"{where}: not set against in-process: in-process batch {batch:.3g} took {per_batch_ms:.1f} ms per stream, "
                 f"the server's batches {served_ms:.1f} ms")
     busy = "" if per_batch_ms <= served_ms else (f"; the server kept {busy_instances(row, served_ms)[1]:.2f} of "
-                                                 f"{streams} instances busy, so in-process took longer per batch")
+                                                 f"{streams} instances busy, and in-process took longer per batch: the gap is idle instances")
     return (f"{where}: served {row['throughput']:.0f} infer/s = {row['throughput'] / inprocess:.0%} of in-process batch "
             f"{batch:.3g}, {streams} at once ({inprocess:.0f} img/s), p99 {row['p99_ms']:.2f} ms{busy}")
