@@ -55,20 +55,24 @@ def between(before: dict[tuple[str, str], float], after: dict[tuple[str, str], f
     }
 
 
-def executions(url: str, model: str, timeout: float = 5.0) -> tuple[int, int]:
-    """(executions, their compute-infer ns) of `model` so far, over its versions and batch sizes, from the statistics
-    extension (GET /v2/models/<model>/stats on the HTTP endpoint `url`): each execution counted once, whatever its batch.
+def executions(url: str, model: str, timeout: float = 5.0) -> tuple[int, int, int]:
+    """(executions, their compute-infer ns, their compute input + infer + output ns: the instance's time) of `model` so
+    far, over its versions and batch sizes, from the statistics extension (GET /v2/models/<model>/stats on the HTTP
+    endpoint `url`): each execution counted once, whatever its batch.
     https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_statistics.md"""
     base = url if url.startswith("http") else f"http://{url}"
     with urllib.request.urlopen(f"{base}/v2/models/{urllib.parse.quote(model)}/stats", timeout=timeout) as resp:
         stats = json.load(resp)
     batches = [b for version in stats.get("model_stats", []) for b in version.get("batch_stats", [])]
     return (sum(int(b["compute_infer"]["count"]) for b in batches),
-            sum(int(b["compute_infer"]["ns"]) for b in batches))
+            sum(int(b["compute_infer"]["ns"]) for b in batches),
+            sum(int(b.get(part, {}).get("ns", 0)) for b in batches
+                for part in ("compute_input", "compute_infer", "compute_output")))
 
 
-def per_execution_ms(before: tuple[int, int], after: tuple[int, int]) -> float:
-    """Mean compute-infer time of one execution (ms) between two `executions` reads, each batch counted once; the
-    metrics' per-request time counts a batch once per request in it, so larger batches weigh more there."""
-    runs, ns = after[0] - before[0], after[1] - before[1]
+def per_execution_ms(before: tuple[int, int, int], after: tuple[int, int, int], whole: bool = False) -> float:
+    """Mean compute-infer time of one execution (ms; `whole`: compute input + infer + output) between two `executions`
+    reads, each batch counted once; the metrics' per-request time counts a batch once per request in it."""
+    part = 2 if whole else 1
+    runs, ns = after[0] - before[0], after[part] - before[part]
     return ns / runs / 1e6 if runs > 0 else float("nan")

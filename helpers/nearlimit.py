@@ -122,8 +122,10 @@ class Rows:
         with gpu.Sampler() as self.last_gpu:
             row = (perf.repeat_level(model, self.server.grpc_url, csv, level, repeats=times, **settings) if times > 1
                    else perf.measure_level(model, self.server.grpc_url, csv, level, **settings))
-        seen = {**metrics.between(before, metrics.scrape(self.server.metrics_url), counted),
-                "compute_infer_ms_per_execution": metrics.per_execution_ms(ran, metrics.executions(self.server.url, counted))}
+        seen = metrics.between(before, metrics.scrape(self.server.metrics_url), counted)
+        done = metrics.executions(self.server.url, counted)
+        seen.update(compute_infer_ms_per_execution=metrics.per_execution_ms(ran, done),
+                    instance_ms_per_execution=metrics.per_execution_ms(ran, done, whole=True))
         if not row.get("stable"):  # a stopped or unstable row: what the server and the GPU saw is not a measurement of it
             return {"variant": label, "model": model, "bytes/request": nbytes, **row}
         return {"variant": label, "model": model, "bytes/request": nbytes, **row, **self.last_gpu.columns(),
@@ -378,33 +380,49 @@ def at_mean_batch(rates: dict[int, float], mean_batch: float, streams: int) -> t
     return per_batch, 1000 * mean_batch * streams / per_batch
 
 
-def busy_instances(row: pd.Series, served_ms: float) -> tuple[float, float]:
-    """Executions per second (images/s over the mean batch) and the instances they kept busy on average (x their time)."""
+def instance_ms(row: pd.Series) -> float:
+    """An instance's time per execution (ms): compute input + infer + output, from the statistics extension (rows
+    from before it was read: compute infer alone)."""
+    whole = float(row.get("server instance_ms_per_execution", float("nan")))
+    return whole if whole == whole else float(row.get("server compute_infer_ms_per_execution", float("nan")))
+
+
+def busy_instances(row: pd.Series) -> tuple[float, float]:
+    """Executions per second (images/s over the mean batch) and the instances they kept busy on average (x an
+    instance's time per execution)."""
     executions = float(row["throughput"]) / max(float(row.get("server avg_batch", 1.0)), 1.0)
-    return executions, executions * served_ms / 1000
+    return executions, executions * instance_ms(row) / 1000
 
 
 def rates_compare(row: pd.Series, ref_ms: float, served_ms: float, streams: int) -> bool:
-    """Whether served and in-process rates compare: the reference's batch is no slower than the server's, or slower
-    because the server kept clearly fewer instances busy than the reference ran streams (its rate is then what all
-    instances reach at that batch)."""
-    return bool(ref_ms <= served_ms or (streams > 1 and busy_instances(row, served_ms)[1] < streams - 0.5))
+    """Whether served and in-process rates compare: the reference's batch is no slower than the server's compute, or
+    slower while the server kept clearly fewer instances busy than the reference ran streams."""
+    return bool(ref_ms <= served_ms or (streams > 1 and busy_instances(row)[1] < streams - 0.5))
+
+
+def factors(row: pd.Series, ref_ms: float, streams: int) -> str:
+    """Served over in-process as the product it is: the share of instances busy x in-process batch time over an
+    instance's time per execution (served = executions/s x batch; in-process = streams x batch / its batch time)."""
+    busy, whole = busy_instances(row)[1], instance_ms(row)
+    return (f"= {busy:.2f} of {streams} instances busy ({busy / streams:.0%}) x in-process batch over an instance's "
+            f"time per batch ({ref_ms:.2f} / {whole:.2f} ms, compute input and output included: {ref_ms / whole:.2f})")
 
 
 def withheld(knee: pd.Series, ref_ms: float, served_ms: float, batch: str, streams: int, where: str) -> str:
-    """Why the gap is not split by stage (the reference's batch took longer than the server's), with how many of its
-    instances the server kept busy on average; where that does not explain it, served/in-process is not printed."""
+    """Why the gap is not split by stage (the reference's batch took longer than the server's compute), with how many
+    of its instances the server kept busy; where that does not set them apart, served/in-process is not printed."""
     text = (f"in-process batch {batch} took {ref_ms:.1f} ms per stream, {streams} stream(s) at once; the server's mean "
             f"batch took {served_ms:.1f} ms to compute {where}, so ")
-    executions, busy = busy_instances(knee, served_ms)
+    executions, busy = busy_instances(knee)
     if rates_compare(knee, ref_ms, served_ms, streams):
         return text + (f"the gap is not split by stage (that subtracts one batch time from the other): the server kept "
                        f"{busy:.2f} of its {streams} instances busy on average ({executions:.0f} executions/s x "
-                       f"{served_ms:.2f} ms), the reference all {streams} all the time (a likely reason its batches "
-                       f"took longer, not measured here); the rates still compare: in-process is what {streams} batches at "
-                       "once reached")
-    return text + ("served/in-process is not printed here: the reference may have shared the device with other work, "
-                   "or run with other settings than the server's backend")
+                       f"{instance_ms(knee):.2f} ms of compute input, infer and output each), the reference all "
+                       f"{streams} all the time; the rates still compare, as the product below")
+    return text + (f"served/in-process is not printed here: the server kept {busy:.2f} of its {streams} instance(s) busy, "
+                   "not clearly fewer than the reference's streams, so the reference's longer batches make it no "
+                   "reference; it may have shared the device with other work, or run with other settings than the "
+                   "server's backend")
 
 
 def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: str, streams: int,
@@ -426,11 +444,8 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
     head = (f"{where}: served {knee['throughput']:.0f} infer/s = "
             f"{knee['throughput'] / inprocess:.0%} of in-process batch {batch}, {streams} at once ({inprocess:.0f} img/s); "
             f"perf_analyzer kept {knee.get('client_cores', float('nan')):.2f} cores busy\n")
-    if not by_stage:  # the gap is idle instances: served / in-process = busy / streams x in-process ms / server ms
-        busy = busy_instances(knee, per_execution)[1]
-        return head + (f"the server kept {busy:.2f} of its {streams} instances busy ({busy / streams:.0%}), and its "
-                       "batches were not slower than in-process: the gap is instances left idle at this load, not a "
-                       "cost per batch")
+    if not by_stage:  # two measured factors, no split: the batch times ran with different overlap
+        return head + f"served/in-process {factors(knee, per_batch_ms, streams)}"
     return (head + f"the server's mean batch took {per_execution:.2f} ms to compute (its execution statistics over every "
             f"run of the level), in-process {per_batch_ms:.2f} ms; where an average request's time went (ms; "
             + f"the part beyond in-process, {streams} stream(s) at once as the server's instances run,"
@@ -441,12 +456,11 @@ def served_split(knee: pd.Series, per_batch_ms: float, inprocess: float, batch: 
 
 def versus_inprocess(row: pd.Series, per_batch_ms: float, inprocess: float, batch: float, streams: int, where: str) -> str:
     """A served row against in-process at its mean batch; not compared where in-process took longer per batch than
-    the server's own batches (its execution statistics) for a reason the busy instances do not give: no reference then."""
+    the server's own batches (its execution statistics) while the server kept about all instances busy."""
     served_ms = row.get("server compute_infer_ms_per_execution", float("nan"))
     if not rates_compare(row, per_batch_ms, served_ms, streams):
         return (f"{where}: not set against in-process: in-process batch {batch:.3g} took {per_batch_ms:.1f} ms per stream, "
                 f"the server's batches {served_ms:.1f} ms")
-    busy = "" if per_batch_ms <= served_ms else (f"; the server kept {busy_instances(row, served_ms)[1]:.2f} of "
-                                                 f"{streams} instances busy, and in-process took longer per batch: the gap is idle instances")
+    product = "" if per_batch_ms <= served_ms else f" {factors(row, per_batch_ms, streams)}"
     return (f"{where}: served {row['throughput']:.0f} infer/s = {row['throughput'] / inprocess:.0%} of in-process batch "
-            f"{batch:.3g}, {streams} at once ({inprocess:.0f} img/s), p99 {row['p99_ms']:.2f} ms{busy}")
+            f"{batch:.3g}, {streams} at once ({inprocess:.0f} img/s){product}, p99 {row['p99_ms']:.2f} ms")

@@ -570,9 +570,9 @@ def knee(rec: dict) -> list[str]:
             f"{mean:.0f} (a whole batch)" if mean.is_integer() else f"{mean:.3g} (time per batch linear between the whole batches "
                                                                      "around it)") + f"{streams}: "
                      f"{_f(results['inprocess_at_knee'])} img/s." + ("" if results.get("inprocess_comparable") else
-                     " Its batches took longer than the server's (the server kept fewer of its instances busy than the "
-                     "reference ran streams): the rates compare, the gap is instances left idle at that load, and notebook 16 "
-                     "does not split it by stage."))
+                     " Its batches took longer than the server's compute, and the server kept fewer of its instances "
+                     "busy than the reference ran streams: the rates compare, and notebook 16 prints the ratio as the "
+                     "busy share times in-process batch time over an instance's time per execution, not split by stage."))
     elif results.get("inprocess_comparable"):  # results from before the mean batch: the nearest whole batch
         lines.append(f"In-process at batch {results.get('knee_batch')}{streams}: "
                      f"{_f(inproc.get(str(results.get('knee_batch'))))} img/s.")

@@ -88,9 +88,9 @@ def test_the_knee_and_levers_are_found_in_16_or_in_a_recording_from_before_the_s
     (folder / "results" / f"{stem}.json").write_text(json.dumps({**knee, "knee_batch": 6.61, "inprocess_at_knee": 1150.0, "above_knee": 32, "inprocess_comparable": False,
                                                                  "inprocess_rates_compare": True}))
     assert numbers.knee({**numbers.recording(folder), "folder": rec["folder"]})[1].endswith(
-        "2 stream(s): 1150 img/s. Its batches took longer than the server's (the server kept fewer of its instances busy "
-        "than the reference ran streams): the rates compare, the gap is instances left idle at that load, and notebook 16 "
-        "does not split it by stage.")
+        "2 stream(s): 1150 img/s. Its batches took longer than the server's compute, and the server kept fewer of its "
+        "instances busy than the reference ran streams: the rates compare, and notebook 16 prints the ratio as the busy "
+        "share times in-process batch time over an instance's time per execution, not split by stage.")
     knee["levers"].append({"lever": "C API", "throughput": 900.0, "x batch-1": 1.125, "server": "perf_analyzer's own server"})
     (folder / "results" / f"{stem}.json").write_text(json.dumps(knee))
     said = numbers.levers(numbers.recording(folder))[-1]

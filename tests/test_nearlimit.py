@@ -218,7 +218,7 @@ def test_a_models_shared_memory_rate_sizes_the_windows_of_its_grpc_row(tmp_path,
 
     monkeypatch.setattr(perf, "measure_level", level)
     monkeypatch.setattr(metrics, "scrape", lambda url: {})
-    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0))
+    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0, 0))
     server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2", url="127.0.0.1:3")
     rows = nearlimit.Rows(server, tmp_path, "t", base={}, limit_gb=24, trials=6, most=2000, warmup_requests=0)
     fp32 = 3 * 224 * 224 * 4
@@ -258,7 +258,7 @@ def test_a_row_the_memory_guard_stops_is_measured_once_more_with_three_windows(t
 
     monkeypatch.setattr(perf, "measure_level", level)
     monkeypatch.setattr(metrics, "scrape", lambda url: {})
-    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0))
+    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0, 0))
     server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2", url="127.0.0.1:3")
     rows = nearlimit.Rows(server, tmp_path, "t", base={}, limit_gb=24, trials=6, most=2000, warmup_requests=100)
     fp32 = 3 * 224 * 224 * 4
@@ -287,31 +287,39 @@ def test_in_process_at_the_servers_mean_batch_lies_between_the_whole_batches():
 
 
 def test_withheld_says_how_many_instances_the_server_kept_busy():
-    """Review s24 (GPU, 16): the reference runs one stream per instance; at the knee the server kept fewer busy, so the
-    reference's batch came out slower and the page gave only hedged causes."""
-    knee = pd.Series({"throughput": 23800.0, "server avg_batch": 45.45, "server compute_infer_ms_per_execution": 2.23})
+    """Reviews s24 and s25 (GPU, 16): the reference runs one stream per instance; at the knee the server kept fewer
+    busy, counted with an instance's whole time per execution (compute input, infer and output), so the reference's
+    batch came out slower; the ratio is then printed as the product of two measured factors, with no cause asserted."""
+    knee = pd.Series({"throughput": 23800.0, "server avg_batch": 45.45, "server compute_infer_ms_per_execution": 2.23,
+                      "server instance_ms_per_execution": 2.82})
     said = nearlimit.withheld(knee, 2.5, 2.23, "45.5", 2, "at the knee (c=128)")
     assert said.startswith("in-process batch 45.5 took 2.5 ms per stream, 2 stream(s) at once; the server's mean batch "
                            "took 2.2 ms to compute at the knee (c=128), so the gap is not split by stage ")
-    assert "the server kept 1.17 of its 2 instances busy on average (524 executions/s x 2.23 ms), the reference all 2" in said
-    assert said.endswith("the rates still compare: in-process is what 2 batches at once reached")
-    assert nearlimit.rates_compare(knee, 2.5, 2.23, 2)  # fewer instances busy: in-process is still a ceiling on the rate
-    busy = pd.Series({"throughput": 40000.0, "server avg_batch": 45.45})  # 880 executions/s x 2.23 ms: about 2 busy
+    assert ("the server kept 1.48 of its 2 instances busy on average (524 executions/s x 2.82 ms of compute input, "
+            "infer and output each), the reference all 2 all the time") in said
+    assert said.endswith("the rates still compare, as the product below")
+    assert nearlimit.rates_compare(knee, 2.5, 2.23, 2)
+    # a row from before the whole time was read: compute infer alone
+    older = knee.drop("server instance_ms_per_execution")
+    assert nearlimit.busy_instances(older)[1] == pytest.approx(23800 / 45.45 * 2.23 / 1000)
+    busy = pd.Series({"throughput": 40000.0, "server avg_batch": 45.45, "server instance_ms_per_execution": 2.82})
     assert not nearlimit.rates_compare(busy, 2.5, 2.23, 2) and not nearlimit.rates_compare(knee, 2.5, 2.23, 1)
-    assert "served/in-process is not printed here: the reference may have shared the device with other work" in (
-        nearlimit.withheld(busy, 2.5, 2.23, "45.5", 2, "w"))
+    assert ("served/in-process is not printed here: the server kept 2.48 of its 2 instance(s) busy, not clearly fewer "
+            "than the reference's streams") in nearlimit.withheld(busy, 2.5, 2.23, "45.5", 2, "w")
     assert "may have shared the device" in nearlimit.withheld(knee, 2.5, 2.23, "45.5", 1, "w")
-    # the rates, without the split by stage (it would subtract the server's batch time from a longer one)
+    # the rates, without the split by stage: the ratio as busy share x in-process batch over an instance's time
     said = nearlimit.served_split(knee, 2.5, 36590.0, "45.5", 2, "at the knee (c=128)", by_stage=False)
     assert said.startswith("at the knee (c=128): served 23800 infer/s = 65% of in-process batch 45.5, 2 at once")
-    assert said.endswith("the server kept 1.17 of its 2 instances busy (58%), and its batches were not slower than "
-                         "in-process: the gap is instances left idle at this load, not a cost per batch")
-    assert "where an average request's time went" not in said and "2.23 ms" not in said
+    assert said.endswith("served/in-process = 1.48 of 2 instances busy (74%) x in-process batch over an instance's "
+                         "time per batch (2.50 / 2.82 ms, compute input and output included: 0.89)")
+    assert 0.74 * 0.89 == pytest.approx(23800 / 36590, abs=0.01)  # the product is the ratio
+    assert "where an average request's time went" not in said and "idle" not in said
     lever = pd.Series({"throughput": 23800.0, "p99_ms": 5.0, "server avg_batch": 45.45,
-                       "server compute_infer_ms_per_execution": 2.23})
+                       "server compute_infer_ms_per_execution": 2.23, "server instance_ms_per_execution": 2.82})
     assert nearlimit.versus_inprocess(lever, 2.5, 36590.0, 45.45, 2, "w") == (
-        "w: served 23800 infer/s = 65% of in-process batch 45.5, 2 at once (36590 img/s), p99 5.00 ms; the server kept "
-        "1.17 of 2 instances busy, and in-process took longer per batch: the gap is idle instances")
+        "w: served 23800 infer/s = 65% of in-process batch 45.5, 2 at once (36590 img/s) = 1.48 of 2 instances busy "
+        "(74%) x in-process batch over an instance's time per batch (2.50 / 2.82 ms, compute input and output "
+        "included: 0.89), p99 5.00 ms")
 
 
 def test_a_repeated_level_keeps_the_single_run_that_picked_it(tmp_path, monkeypatch, capsys):
@@ -327,7 +335,7 @@ def test_a_repeated_level_keeps_the_single_run_that_picked_it(tmp_path, monkeypa
         "concurrency": c, "stable": True, "throughput": 12932.2, "throughput_min": 12914.4, "throughput_max": 13103.8,
         "p99_ms": 2.1, "repeats": repeats})
     monkeypatch.setattr(metrics, "scrape", lambda url: {})
-    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0))
+    monkeypatch.setattr(metrics, "executions", lambda url, model: (0, 0, 0))
     server = SimpleNamespace(grpc_url="127.0.0.1:1", metrics_url="127.0.0.1:2", url="127.0.0.1:3")
     rows = nearlimit.Rows(server, tmp_path, "t", base={}, limit_gb=24, trials=6, most=2000, warmup_requests=0, reuse=True)
     rows.measure("v, 16 images per request", "m", 16, {"batch_size": 16}, 1)

@@ -162,6 +162,8 @@ def test_metrics_count_what_the_server_did(tiny_server):
     # the statistics extension counts each execution once: the same executions as the metrics
     after = metrics.executions(server.url, "tiny")
     assert after[0] - ran[0] == seen["executions"] and metrics.per_execution_ms(ran, after) > 0
+    # an instance's whole time per execution holds compute input and output beside compute infer
+    assert metrics.per_execution_ms(ran, after, whole=True) > metrics.per_execution_ms(ran, after)
     assert metrics.per_execution_ms(after, after) != metrics.per_execution_ms(after, after)  # none ran: nan
 
 
