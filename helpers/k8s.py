@@ -356,6 +356,16 @@ def queue_floor_us(max_queue_delay_us: float, idle_queue_us: float = 0.0) -> flo
     return max(100.0, 2 * float(max_queue_delay_us), 2 * float(idle_queue_us))
 
 
+def knob_model(results_13: dict) -> str | None:
+    """The model notebook 13 turned its knobs on: its `knob_model`; in results older than that key, the first model of
+    its `pair` ('<optimized> vs resnet18_pytorch', where 'dynamic batching' stood for resnet18_pytorch_db)."""
+    if results_13.get("knob_model"):
+        return results_13["knob_model"]
+    pair = str(results_13.get("pair") or "")
+    first = pair.split(": ", 1)[-1].split(" vs ")[0].strip() if " vs " in pair else ""
+    return {"": None, "dynamic batching": "resnet18_pytorch_db"}.get(first, first)
+
+
 def model_pick(results_dir: str | Path, model: str | None) -> str | None:
     """`model` as a run measured it: the optimized model named with notebook 12's pick from that run's results
     (`resnet18_opt (fp16_nhwc_frozen)`), another model by its name; None where the results do not say."""

@@ -184,13 +184,16 @@ def _at(run: dict) -> str:
 
 
 def label(world: str, limit: int = LISTED_PATHS) -> str:
-    """'recorded at <commit>; changed since: <paths>' (at most `limit` named), or 'recorded at <commit>' if current."""
+    """'recorded at <commit>; changed since: <paths>' (at most `limit` named; with 0, their count), or 'recorded at
+    <commit>' if current."""
     run = load(world)
     text = f"recorded at {_at(run)}"
     try:
         changed = changed_since(world)
     except LookupError:
         return text + "; changed since: unknown here (that commit is not in this checkout's git history)"
+    if changed and limit <= 0:
+        return text + f"; changed since: {len(changed)} file{'s' * (len(changed) > 1)}"
     if changed:
         shown = ", ".join(changed[:limit])
         more = f" and {len(changed) - limit} more" if len(changed) > limit else ""

@@ -50,6 +50,28 @@ def recording(folder: Path) -> dict:
             "plots": sorted(p.name for p in folder.glob("[0-9][0-9]_*.png"))}
 
 
+def ran_with(rec: dict, notebook: str) -> dict:
+    """The parameters a recorded notebook ran with: its `parameters` cell, then the ones papermill injected."""
+    found = sorted(rec["folder"].glob(f"{notebook}_*.ipynb"))
+    values: dict = {}
+    for cell in json.loads(found[0].read_text())["cells"] if found else []:
+        tags = cell["metadata"].get("tags", [])
+        if "parameters" in tags or "injected-parameters" in tags:  # literal assignments only, in this order
+            exec("".join(cell["source"]), {}, values)
+    return values
+
+
+def _load(rec: dict, notebook: str, concurrency: str, transport: str) -> str:
+    """'Concurrency 16 over gRPC, tensors through system shared memory, count windows of 1000 requests' from the
+    parameters a notebook ran with; '' where the recording has no such notebook."""
+    given = ran_with(rec, notebook)
+    if concurrency not in given:
+        return ""
+    window = given.get("measurement_request_count")
+    return (f"Concurrency {given[concurrency]} over {transport}"
+            + (f", count windows of {window} requests" if window else ""))
+
+
 def need(rec: dict, notebook: str, *keys: str):
     """results/<notebook>.json's value at `keys`; Missing names the file and key where it is absent."""
     value = rec["results"].get(notebook)
@@ -311,8 +333,8 @@ def conditions(rec: dict) -> list[str]:
             "Each notebook starts its own Triton servers (12, 13 and 15 more than one; 16's C API row runs one inside "
             "perf_analyzer): the same configuration measured by two notebooks (14's kept row and 15's measurement of "
             "the same pick, say) comes from two servers, and two servers' runs can differ by more than the range of "
-            "one server's repeated runs. On a CPU, the other models a server holds can also slow each one (notebook 13's "
-            "recap prints the gap and says why).", "",
+            "one server's repeated runs. On a CPU, the other models a server holds may also slow each one (notebook 13's "
+            "recap prints the gap and the settings that differ; its markdown names a suspected cause, not measured).", "",
             *table(rows, [("notebook", "notebook", ""), ("status", "status", ""), ("seconds", "seconds", ".0f"),
                           ("commit", "commit", ""), *([("call", "call", "")] if len(groups) > 1 else [])])]
 
@@ -394,7 +416,10 @@ def candidates_12(rec: dict) -> list[str]:
             f"Kept: `{rec['results']['12'].get('winner', '?')}` (one measurement per candidate, no winner rule)")
     for row in rows:  # results from before the runs were saved show "one run" only where they were one
         row["range"] = _range({**row, "repeats": row.get("runs")}) if "runs" in row else "not recorded"
-    return [f"{said}; {told or 'no parity recorded'}. A candidate's row is the median of all its runs"
+    given = ran_with(rec, "12")
+    load = _load(rec, "12", "candidate_concurrency", f"gRPC, tensors through {given.get('shared_memory', 'system')} shared memory")
+    return [*([f"{load}; every candidate with the same dynamic batching."] if load else []),
+            f"{said}; {told or 'no parity recorded'}. A candidate's row is the median of all its runs"
             + (", the first one included." if screened else "."), "",
             *table(rows, [("candidate", "variant", ""), ("infer/s", "throughput", ".0f"), ("runs", "range", ""),
                           ("p99 (ms)", "p99_ms", ".2f"), ("stable", "stable", "")]), "", *_plots(rec, "12")]
@@ -449,7 +474,13 @@ def knobs_13(rec: dict) -> list[str]:
     parts = {(r["knob"], r["value"]): _little_rate(r) for r in csv.DictReader(knobs_csv.open())} if knobs_csv.exists() else {}
     for row in rows:
         row["c_over_latency"] = parts.get((str(row.get("knob")), str(row.get("value"))))
-    return [*spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
+    given = ran_with(rec, "13")
+    protocol = {"grpc": "gRPC", "http": "HTTP"}.get(str(given.get("protocol", "grpc")), str(given.get("protocol")))
+    load = _load(rec, "13", "knob_concurrency", f"{protocol} with {given.get('shared_memory', 'system')} shared memory")
+    return [*([f"{load} (the transport rows change the transport and size their own windows; each row prints its "
+               f"command); each row one run; the kept settings are the fastest within p99 "
+               f"{given.get('p99_budget_ms'):g} ms."] if load else []), "",
+            *spread, "", *table(rows, [("knob", "knob", ""), ("value", "value", ""), ("infer/s", "throughput", ".0f"),
                                       *([LITTLE_COLUMN] if any(parts.values()) else []), ("p99 (ms)", "p99_ms", ".2f"),
                                       ("", "what", "")]), "", *_little_note(rows, lambda r: f"{r['knob']} {r['value']}",
                                                     lambda r: r["knob"] == "transport" and "shm" not in str(r["value"])),
@@ -592,7 +623,13 @@ def compare_15(rec: dict) -> list[str]:
     verdicts = rec["results"]["15"].get("verdicts") or {}
     for row in rows:
         row["range"] = _range({**row, "repeats": row.get("runs")})
-    return [*table(rows, [("model", "model", ""), ("pick", "pick", ""), ("instances", "instances", ""),
+    given, budget_14 = ran_with(rec, "15"), ran_with(rec, "14").get("p99_budget_ms")
+    load = _load(rec, "15", "concurrency", "gRPC with shared memory")
+    return [*([f"{load}, for Model Analyzer's search and the comparison alike; the search's constraint: p99 within "
+               f"{given.get('p99_budget_ms'):g} ms" + (f" (notebook 14 kept its row within {budget_14:g} ms)"
+                                                    if budget_14 not in (None, given.get("p99_budget_ms")) else "") + "."]
+              if load else []), "",
+            *table(rows, [("model", "model", ""), ("pick", "pick", ""), ("instances", "instances", ""),
                           ("max batch", "max_batch_size", ""), ("infer/s (median)", "throughput", ".0f"),
                           ("runs", "range", ""), ("p99 (ms)", "p99_ms", ".2f"),
                           ("Model Analyzer's own (infer/s)", "analyzer_throughput", ".0f"),

@@ -313,3 +313,18 @@ def test_12s_candidates_show_each_rows_runs_and_say_when_a_recording_kept_none(t
         row.pop("runs")
     (folder / "results" / "12_optimize_tensorrt.json").write_text(json.dumps({"candidates": rows}))
     assert "| fp16 | 3393 | not recorded | 7.70 | True |" in "\n".join(numbers.candidates_12(numbers.recording(folder)))
+
+
+def test_a_section_states_the_load_its_notebook_ran_with(tmp_path):
+    """Numbers review s26 N5: 12's candidates, 13's knobs and 15's comparison print their concurrency, transport and
+    windows, read from the recorded notebook's parameters cell with papermill's injected values over it."""
+    cells = [{"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": ["knob_concurrency = 16\n",
+              "measurement_request_count = 100\n", "p99_budget_ms = 10.0\n", "protocol = \"grpc\"\n"]},
+             {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]},
+              "source": ["knob_concurrency = 4\n", "measurement_request_count = 10\n"]}]
+    (tmp_path / "13_dynamic_batching_compare.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}}))
+    rec = {"folder": tmp_path}
+    assert numbers.ran_with(rec, "13") == {"knob_concurrency": 4, "measurement_request_count": 10,
+                                          "p99_budget_ms": 10.0, "protocol": "grpc"}
+    assert numbers._load(rec, "13", "knob_concurrency", "gRPC") == "Concurrency 4 over gRPC, count windows of 10 requests"
+    assert numbers._load(rec, "12", "candidate_concurrency", "gRPC") == ""  # no notebook 12 in the folder

@@ -213,6 +213,15 @@ def test_model_pick_names_the_optimized_model_with_its_run_s_notebook_12_pick(tm
     assert k8s.model_pick(tmp_path, "resnet18_opt") is None
 
 
+def test_the_knob_model_of_13s_results_older_than_the_key_comes_from_its_pair():
+    """Numbers review s26 N2: a GPU recording made before 13 saved `knob_model` still names the model its rows
+    measured (13 turned its knobs on the optimized model, else on resnet18_pytorch_db)."""
+    assert k8s.knob_model({"knob_model": "resnet18_opt", "pair": "x"}) == "resnet18_opt"
+    assert k8s.knob_model({"pair": "local runtime, cuda: resnet18_opt vs resnet18_pytorch"}) == "resnet18_opt"
+    assert k8s.knob_model({"pair": "local runtime, cpu: dynamic batching vs resnet18_pytorch"}) == "resnet18_pytorch_db"
+    assert k8s.knob_model({}) is None
+
+
 def test_a_pods_network_and_the_hpa_floor():
     """Numbers review s23: the GPU plan's row ran over loopback, so notebook 20 prints the link a pod needs; teaching
     review s23 F3: the HPA target lies above what a lone request waits with the batcher's delay."""

@@ -117,6 +117,8 @@ def test_the_gpu_label_names_the_commit_and_what_changed_since():
     assert ("changed since: " in said) == bool(changed)
     if changed:
         assert changed[0] in said
+        short = recordings.label("gpu", limit=0)  # notebook 20's labels of the GPU rows it plans from
+        assert short.startswith(said.split(";")[0]) and short.endswith(f"changed since: {len(changed)} file" + "s" * (len(changed) > 1))
     assert "docs/runs/gpu" in recordings.header("14_near_the_limit")
 
 
