@@ -568,7 +568,8 @@ def levers(rec: dict) -> list[str]:
             "A lever measured once, or whose range overlaps the batch-1 row's, shows no gain this run can tell."
             + "".join(f" The {r['lever']} row ran in {r['server']}, the others in notebook {notebook}'s: its ratio also "
                       "holds whatever differs between two servers" + (
-                          " (that server holds this model only), and its inputs go in host memory, not shared memory"
+                          " (that server holds this model only), and its inputs go in host memory, not "
+                          + ("shared memory" if "shm" in str(n14.get("best", "")) else "over gRPC")
                           if "C API" in str(r.get("lever")) else "") + "."
                       for r in rows if isinstance(r.get("server"), str))]
 
